@@ -1,0 +1,175 @@
+#include "config/command_line.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "config/model_dir.h"
+
+#ifndef TF_VERSION
+#define TF_VERSION "0.0.0"
+#endif
+
+namespace tf::config {
+
+namespace {
+
+bool is_plain_decimal(const std::string& text) {
+    size_t digits = 0, dots = 0;
+    for (char ch : text) {
+        if (ch >= '0' && ch <= '9') {
+            ++digits;
+        } else if (ch == '.') {
+            ++dots;
+        } else {
+            return false;
+        }
+    }
+    return digits > 0 && dots <= 1;
+}
+
+std::string format_gib(double gib) {
+    std::ostringstream out;
+    out.precision(10);
+    out << gib;
+    return out.str();
+}
+
+// The flags of `serve`; their values land in `config` and `recall_*` during
+// app.parse(), and finish_serve() derives what the flags imply.
+struct ServeFlags {
+    std::string model;
+    bool recall = false;
+    std::string recall_gib_text = "0.0625";
+    std::string device = "auto";
+    CLI::Option* recall_dir = nullptr;
+    CLI::Option* recall_gib = nullptr;
+};
+
+CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
+    CLI::App* serve = app.add_subcommand("serve", "Serve an OpenAI-compatible HTTP API for a Hugging Face model directory");
+    serve->add_option("MODEL", f.model,
+                      "Local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); "
+                      "default: the embedded models/tinycode")
+        ->check(CLI::ExistingDirectory);
+    serve->add_option("--host", c.host, "Address to listen on")->capture_default_str()->check(
+        CLI::Validator([](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
+                       "HOST"));
+    serve->add_option("--port", c.port, "TCP port to listen on (0: any free port)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 65535));
+    serve->add_option("--api-key", c.api_key,
+                      "Require 'Authorization: Bearer KEY' on every /v1/* route (default: no key)")
+        ->envname("TENSORFOLD_API_KEY")
+        ->check(CLI::Validator(
+            [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "KEY"));
+    serve->add_option("--served-model-name", c.served_model_name,
+                      "Model name clients send and /v1/models lists (default: the model directory's name)");
+    serve->add_option("--ctx-size", c.ctx_size, "Context length per stream in tokens (0: the model's maximum)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1 << 24));
+    serve->add_option("--max-streams", c.max_streams, "Most streams (requests) decoded at once")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    serve->add_option("--threads", c.threads, "CPU threads for the model (0: every core)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1024));
+    serve->add_option("--device", f.device, "Backend: auto (CUDA when a GPU is present), cpu or cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    serve->add_option("--log-level", c.log_level, "Log level")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+
+    serve->add_flag("--recall", f.recall, "Keep the record and draft from it (default: off)");
+    f.recall_dir = serve->add_option(
+        "--recall-dir", c.recall.dir,
+        "The record's own directory (default: ~/.cache/tensorfold/recall/<tokenizer>). Implies --recall");
+    f.recall_gib = serve->add_option("--recall-gib", f.recall_gib_text,
+                                     "The record's disk in GiB, decimal; the oldest ids go first past it. "
+                                     "Implies --recall")
+                       ->capture_default_str()
+                       ->check(CLI::Validator([](std::string& v) { return check_recall_gib(v); }, "GIB"));
+    serve->add_flag("--recall-read-only", c.recall.read_only,
+                    "Draft from the record and add nothing to it. Implies --recall");
+    return serve;
+}
+
+// Fills what the flags imply. Returns an error message, or empty.
+std::string finish_serve(ServerConfig& c, const ServeFlags& f, const std::string& executable) {
+    // Seed: --recall-dir, --recall-gib and --recall-read-only each "Implies --recall".
+    c.recall.enabled = f.recall || f.recall_dir->count() > 0 || f.recall_gib->count() > 0 || c.recall.read_only;
+    c.recall.gib = std::strtod(f.recall_gib_text.c_str(), nullptr);
+    if (f.recall_dir->count() > 0 && c.recall.dir.empty()) return "--recall-dir: must not be empty";
+
+    c.device = f.device == "cpu" ? Device::cpu : f.device == "cuda" ? Device::cuda : Device::automatic;
+
+    if (!f.model.empty()) {
+        std::error_code ec;
+        std::filesystem::path canonical = std::filesystem::weakly_canonical(f.model, ec);
+        c.model_dir = ec ? f.model : canonical.string();
+    } else if (auto found = find_default_model_dir(executable)) {
+        c.model_dir = found->string();
+    } else {
+        std::string message = "no MODEL given and the embedded model models/" + std::string(kDefaultModelName) +
+                              " was not found; looked in:";
+        for (const auto& place : default_model_candidates(executable)) message += "\n  " + place.string();
+        return message + "\npass a Hugging Face model directory as MODEL";
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string check_recall_gib(const std::string& text) {
+    if (!is_plain_decimal(text)) {
+        return "'" + text + "' is not a decimal number of GiB (write e.g. 0.0625 or 2)";
+    }
+    const double gib = std::strtod(text.c_str(), nullptr);
+    if (!std::isfinite(gib) || gib <= 0) return "must be more than 0 GiB, got '" + text + "'";
+    const double chunk_gib = static_cast<double>(kRecallChunkBytes) / static_cast<double>(kBytesPerGib);
+    if (gib < chunk_gib) {
+        return text + " GiB is under one chunk file (4 MiB = " + format_gib(chunk_gib) + " GiB); give at least " +
+               format_gib(chunk_gib);
+    }
+    if (gib > kMaxRecallGib) return text + " GiB is over the limit of " + format_gib(kMaxRecallGib) + " GiB";
+    return {};
+}
+
+ParseOutcome parse_command_line(const std::vector<std::string>& args, const std::string& executable) {
+    CLI::App app{"tensorfold: an LLM inference server with Recall", "tensorfold"};
+    app.set_version_flag("--version", std::string("tensorfold ") + TF_VERSION);
+    app.require_subcommand(0, 1);
+
+    ParseOutcome outcome;
+    ServeFlags serve_flags;
+    CLI::App* serve = add_serve(app, outcome.command.serve, serve_flags);
+
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops arguments from the back
+    try {
+        app.parse(reversed);
+    } catch (const CLI::ParseError& error) {
+        std::ostringstream out, err;
+        outcome.exit_code = app.exit(error, out, err) == 0 ? 0 : 2;  // usage errors exit 2
+        outcome.message = out.str() + err.str();
+        return outcome;
+    }
+
+    if (serve->parsed()) {
+        outcome.command.subcommand = Subcommand::serve;
+        if (std::string error = finish_serve(outcome.command.serve, serve_flags, executable); !error.empty()) {
+            outcome.exit_code = 2;
+            outcome.message = "tensorfold serve: " + error + "\n";
+            return outcome;
+        }
+        outcome.run = true;
+        return outcome;
+    }
+    outcome.message = app.help();
+    outcome.exit_code = 2;  // no subcommand: show what there is, but do not pretend something ran
+    return outcome;
+}
+
+}  // namespace tf::config

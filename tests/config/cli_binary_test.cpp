@@ -1,0 +1,63 @@
+// The real tensorfold binary, run as a user would from a shell.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct RunResult {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr together
+};
+
+RunResult run_tensorfold(const std::string& args) {
+    const char* binary = std::getenv("TF_BINARY");
+    EXPECT_NE(binary, nullptr) << "ctest sets TF_BINARY";
+    std::string command = std::string(binary ? binary : "tensorfold") + " " + args + " 2>&1";
+    RunResult result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return result;
+    std::array<char, 4096> buffer{};
+    size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+    int status = ::pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+TEST(Binary, VersionExitsZero) {
+    RunResult r = run_tensorfold("--version");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.output.rfind("tensorfold ", 0), 0u) << r.output;
+}
+
+TEST(Binary, ServeHelpShowsEveryFlag) {
+    RunResult r = run_tensorfold("serve --help");
+    EXPECT_EQ(r.exit_code, 0);
+    for (const char* flag : {"--host", "--port", "--api-key", "--served-model-name", "--ctx-size", "--max-streams",
+                             "--threads", "--device", "--log-level", "--recall", "--recall-dir", "--recall-gib",
+                             "--recall-read-only"}) {
+        EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+    }
+}
+
+TEST(Binary, BadRecallGibExitsWithItsMessage) {
+    RunResult r = run_tensorfold("serve --recall-gib 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.output.find("--recall-gib"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("must be more than 0 GiB"), std::string::npos) << r.output;
+}
+
+TEST(Binary, ServeSaysItIsNotBuiltYetAndFails) {
+    // Until the HTTP server lands, serve prints its configuration and exits
+    // non-zero; it never fakes success.
+    RunResult r = run_tensorfold("serve --recall --port 0");
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_NE(r.output.find("not built yet"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("recall: on"), std::string::npos) << r.output;
+}
+
+}  // namespace

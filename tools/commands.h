@@ -1,0 +1,11 @@
+// The subcommands of the tensorfold executable. Each returns the process exit
+// code and runs on the main thread.
+#pragma once
+
+#include "config/server_config.h"
+
+namespace tf::tools {
+
+int serve_command(const config::ServerConfig& config);
+
+}  // namespace tf::tools
