@@ -1,0 +1,72 @@
+#include "engine/draft_window.h"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+
+namespace tf::engine {
+
+CostCurve::CostCurve(std::vector<double> cost) {
+    if (cost.empty() || !(cost[0] > 0)) throw std::invalid_argument("CostCurve: cost(1) must be positive");
+    relative_.reserve(cost.size());
+    double previous = 1.0;
+    for (double c : cost) {
+        // Timing noise can make cost(m+1) < cost(m); verifying more rows
+        // never costs less, so keep the curve monotone.
+        previous = std::max(previous, c / cost[0]);
+        relative_.push_back(previous);
+    }
+}
+
+CostCurve CostCurve::flat(int32_t max_rows) { return CostCurve(std::vector<double>(std::max(1, max_rows), 1.0)); }
+
+double CostCurve::relative(int32_t rows) const {
+    assert(rows >= 1);
+    const int32_t n = max_rows();
+    if (rows <= n) return relative_[rows - 1];
+    const double slope = n >= 2 ? relative_[n - 1] - relative_[n - 2] : 0.0;
+    return relative_[n - 1] + slope * (rows - n);
+}
+
+LandingRate::LandingRate(double prior_successes, double prior_failures, double decay)
+    : successes_(prior_successes), failures_(prior_failures), decay_(decay) {}
+
+void LandingRate::record(int32_t drafted, int32_t landed) {
+    if (drafted <= 0) return;
+    successes_ = successes_ * decay_ + landed;
+    failures_ = failures_ * decay_ + (landed < drafted ? 1.0 : 0.0);
+}
+
+double LandingRate::probability() const {
+    const double p = successes_ / (successes_ + failures_);
+    return std::clamp(p, 1e-6, 1.0 - 1e-6);
+}
+
+double LandingRate::expected_landed(int32_t k) const { return tf::engine::expected_landed(probability(), k); }
+
+double expected_landed(double p, int32_t k) {
+    double sum = 0, term = 1;
+    for (int32_t i = 0; i < k; ++i) {
+        term *= p;
+        sum += term;
+    }
+    return sum;
+}
+
+int32_t best_window(const CostCurve& curve, double p, int32_t max_tokens) {
+    int32_t best = 0;
+    double best_rate = 1.0 / curve.relative(1);
+    double landed = 0, term = 1;
+    for (int32_t k = 1; k <= max_tokens; ++k) {
+        term *= p;
+        landed += term;
+        const double rate = (1.0 + landed) / curve.relative(1 + k);
+        if (rate > best_rate) {
+            best_rate = rate;
+            best = k;
+        }
+    }
+    return best;
+}
+
+}  // namespace tf::engine

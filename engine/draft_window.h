@@ -1,0 +1,62 @@
+// How long a draft should be. DESIGN.md 6: "The window length is chosen from
+// the backend's measured cost of verifying M rows, so a copy is as long as
+// it pays."
+//
+// A round that verifies a k-token draft costs cost(1 + k) and yields the
+// stream 1 + E[landed drafts] tokens. Under a per-token landing probability
+// p (each drafted token lands given that the one before it did),
+// E[landed] = p + p^2 + ... + p^k. The window is the k that maximizes
+// tokens per unit of cost.
+//
+// Pure; thread-safe for concurrent reads once built.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tf::engine {
+
+class CostCurve {
+public:
+    // cost[m - 1] is the measured cost of a forward over m rows, for
+    // m = 1..cost.size(); any positive unit. Costs are made non-decreasing.
+    explicit CostCurve(std::vector<double> cost);
+
+    // A flat curve (every M costs the same as M = 1): what a memory-bound
+    // backend looks like in the limit; useful when nothing was measured.
+    static CostCurve flat(int32_t max_rows);
+
+    int32_t max_rows() const { return static_cast<int32_t>(relative_.size()); }
+    // cost(rows) / cost(1); rows past the measured range extrapolate linearly.
+    double relative(int32_t rows) const;
+
+private:
+    std::vector<double> relative_;
+};
+
+// Per-token landing probability estimated from what a source's drafts did
+// lately: each round that drafted k and landed a contributes a successes
+// and (a < k) one failure, with older rounds decayed. A prior of
+// `prior_successes` / `prior_failures` keeps a fresh estimate sensible.
+class LandingRate {
+public:
+    LandingRate(double prior_successes = 1.0, double prior_failures = 1.0, double decay = 0.9);
+    void record(int32_t drafted, int32_t landed);
+    double probability() const;  // in (0, 1)
+    // Expected landed tokens of a k-token draft under the geometric model.
+    double expected_landed(int32_t k) const;
+
+private:
+    double successes_;
+    double failures_;
+    double decay_;
+};
+
+// Expected tokens landed by a k-token draft with per-token probability p.
+double expected_landed(double p, int32_t k);
+
+// The draft length in [0, max_tokens] that maximizes
+// (1 + expected_landed(p, k)) / cost(1 + k). Ties go to the shorter draft.
+int32_t best_window(const CostCurve& curve, double p, int32_t max_tokens);
+
+}  // namespace tf::engine

@@ -1,0 +1,74 @@
+// "The window length is chosen from the backend's measured cost of verifying
+// M rows, so a copy is as long as it pays." (DESIGN.md 6)
+#include <gtest/gtest.h>
+
+#include "engine/draft_window.h"
+
+namespace tf::engine {
+namespace {
+
+TEST(CostCurve, IsRelativeToOneRowAndMonotone) {
+    CostCurve curve({2.0, 2.2, 2.1, 3.0});
+    EXPECT_DOUBLE_EQ(curve.relative(1), 1.0);
+    EXPECT_DOUBLE_EQ(curve.relative(2), 1.1);
+    EXPECT_DOUBLE_EQ(curve.relative(3), 1.1);  // timing noise never makes more rows cheaper
+    EXPECT_DOUBLE_EQ(curve.relative(4), 1.5);
+    EXPECT_DOUBLE_EQ(curve.relative(6), 2.3);  // extrapolated with the last slope
+}
+
+TEST(CostCurve, RejectsANonPositiveBase) { EXPECT_THROW(CostCurve({0.0, 1.0}), std::invalid_argument); }
+
+TEST(ExpectedLanded, IsTheGeometricSum) {
+    EXPECT_DOUBLE_EQ(expected_landed(0.5, 0), 0.0);
+    EXPECT_DOUBLE_EQ(expected_landed(0.5, 1), 0.5);
+    EXPECT_DOUBLE_EQ(expected_landed(0.5, 3), 0.875);
+    EXPECT_DOUBLE_EQ(expected_landed(1.0, 4), 4.0);
+}
+
+TEST(BestWindow, AFlatCurveTakesEverythingThatMightLand) {
+    EXPECT_EQ(best_window(CostCurve::flat(64), 0.9, 40), 40);
+}
+
+TEST(BestWindow, NothingWhenDraftsNeverLandAndRowsCost) {
+    CostCurve linear({1, 2, 3, 4, 5, 6, 7, 8});
+    EXPECT_EQ(best_window(linear, 0.01, 7), 0);
+}
+
+TEST(BestWindow, StopsWhereTheNextRowCostsMoreThanItLands) {
+    // Each extra row costs 10% of a step; a token that lands with p = 0.9^k
+    // pays while (1 + E[k]) / (1 + 0.1k) still grows.
+    std::vector<double> cost;
+    for (int m = 1; m <= 64; ++m) cost.push_back(1.0 + 0.1 * (m - 1));
+    CostCurve curve(cost);
+    const int32_t k = best_window(curve, 0.9, 63);
+    EXPECT_GT(k, 2);
+    EXPECT_LT(k, 20);
+    const double at_k = (1 + expected_landed(0.9, k)) / curve.relative(1 + k);
+    EXPECT_GE(at_k, (1 + expected_landed(0.9, k + 1)) / curve.relative(2 + k));
+    EXPECT_GE(at_k, (1 + expected_landed(0.9, k - 1)) / curve.relative(k));
+}
+
+TEST(BestWindow, LongerWhenDraftsLandMore) {
+    std::vector<double> cost;
+    for (int m = 1; m <= 64; ++m) cost.push_back(1.0 + 0.05 * (m - 1));
+    CostCurve curve(cost);
+    EXPECT_LT(best_window(curve, 0.6, 63), best_window(curve, 0.95, 63));
+}
+
+TEST(LandingRate, LearnsFromRounds) {
+    LandingRate rate;
+    EXPECT_DOUBLE_EQ(rate.probability(), 0.5);
+    for (int i = 0; i < 50; ++i) rate.record(8, 8);
+    EXPECT_GT(rate.probability(), 0.95);
+    for (int i = 0; i < 50; ++i) rate.record(8, 0);
+    EXPECT_LT(rate.probability(), 0.1);
+}
+
+TEST(LandingRate, RoundsWithoutDraftsTeachNothing) {
+    LandingRate rate;
+    rate.record(0, 0);
+    EXPECT_DOUBLE_EQ(rate.probability(), 0.5);
+}
+
+}  // namespace
+}  // namespace tf::engine
