@@ -1,0 +1,104 @@
+// The prompt cache's bookkeeping: longest cached prefix (the resume point),
+// LRU eviction under a token budget, redundant entries.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/prompt_cache.h"
+
+namespace tf::engine {
+namespace {
+
+std::vector<TokenId> range(TokenId from, TokenId to) {
+    std::vector<TokenId> v;
+    for (TokenId t = from; t < to; ++t) v.push_back(t);
+    return v;
+}
+
+bool contains(const std::vector<StreamId>& streams, StreamId s) {
+    return std::find(streams.begin(), streams.end(), s) != streams.end();
+}
+
+TEST(PromptCache, EmptyCacheResumesAtZero) {
+    PromptCache cache(1000);
+    PromptCache::Hit hit = cache.find(range(0, 10));
+    EXPECT_EQ(hit.source, -1);
+    EXPECT_EQ(hit.length, 0);
+}
+
+TEST(PromptCache, ResumesAtTheLongestCommonPrefix) {
+    PromptCache cache(1000);
+    EXPECT_TRUE(cache.adopt(1, range(0, 20)).empty());
+    std::vector<TokenId> prompt = range(0, 12);
+    prompt.push_back(500);
+    PromptCache::Hit hit = cache.find(prompt);
+    EXPECT_EQ(hit.source, 1);
+    EXPECT_EQ(hit.length, 12);
+}
+
+TEST(PromptCache, TheLastPromptTokenAlwaysRuns) {
+    // A prompt the cache holds whole still needs its last token's logits.
+    PromptCache cache(1000);
+    cache.adopt(1, range(0, 20));
+    EXPECT_EQ(cache.find(range(0, 20)).length, 19);
+    EXPECT_EQ(cache.find(range(0, 1)).length, 0);
+}
+
+TEST(PromptCache, PicksTheEntryWithTheLongestPrefix) {
+    PromptCache cache(1000);
+    cache.adopt(1, range(0, 5));
+    std::vector<TokenId> other = range(0, 8);
+    other.push_back(99);
+    cache.adopt(2, other);
+    std::vector<TokenId> prompt = range(0, 8);
+    prompt.push_back(99);
+    prompt.push_back(100);
+    EXPECT_EQ(cache.find(prompt).source, 2);
+    EXPECT_EQ(cache.find(prompt).length, 9);
+}
+
+TEST(PromptCache, EvictsTheLeastRecentlyUsedPastItsBudget) {
+    PromptCache cache(30);
+    cache.adopt(1, range(0, 10));
+    cache.adopt(2, range(100, 110));
+    cache.adopt(3, range(200, 210));
+    cache.find(range(0, 5));  // 1 is now more recent than 2
+    std::vector<StreamId> closed = cache.adopt(4, range(300, 310));
+    EXPECT_EQ(closed, std::vector<StreamId>{2});
+    EXPECT_EQ(cache.cached_tokens(), 30);
+    EXPECT_EQ(cache.entries(), 3u);
+}
+
+TEST(PromptCache, AnEntryThatExtendsAnotherReplacesIt) {
+    PromptCache cache(1000);
+    cache.adopt(1, range(0, 10));
+    std::vector<StreamId> closed = cache.adopt(2, range(0, 15));
+    EXPECT_TRUE(contains(closed, 1));
+    EXPECT_EQ(cache.entries(), 1u);
+    EXPECT_EQ(cache.cached_tokens(), 15);
+}
+
+TEST(PromptCache, AnEntryAnotherAlreadyCoversIsNotKept) {
+    PromptCache cache(1000);
+    cache.adopt(1, range(0, 15));
+    EXPECT_EQ(cache.adopt(2, range(0, 10)), std::vector<StreamId>{2});
+    EXPECT_EQ(cache.entries(), 1u);
+}
+
+TEST(PromptCache, AStreamLargerThanTheBudgetIsNotKept) {
+    PromptCache cache(8);
+    EXPECT_EQ(cache.adopt(7, range(0, 9)), std::vector<StreamId>{7});
+    EXPECT_EQ(cache.entries(), 0u);
+}
+
+TEST(PromptCache, ClearReturnsEveryStream) {
+    PromptCache cache(100);
+    cache.adopt(1, range(0, 10));
+    cache.adopt(2, range(50, 60));
+    std::vector<StreamId> closed = cache.clear();
+    EXPECT_EQ(closed.size(), 2u);
+    EXPECT_EQ(cache.cached_tokens(), 0);
+}
+
+}  // namespace
+}  // namespace tf::engine
