@@ -1,0 +1,124 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tf::engine {
+
+Engine::Engine(model::Backend& backend, CostCurve cost, EngineOptions options, TextDecoderFactory decoders)
+    : backend_(backend),
+      options_(options),
+      ctx_size_(options.ctx_size > 0 ? options.ctx_size : backend.config().max_position_embeddings),
+      decoders_(std::move(decoders)),
+      drafter_(std::move(cost), options.drafter),
+      lanes_(backend, drafter_, options.lanes),
+      prompt_cache_(options.prompt_cache_tokens) {}
+
+Engine::~Engine() {
+    for (auto& stream : lanes_.streams()) backend_.close_stream(stream->kv());
+    for (StreamId kv : prompt_cache_.clear()) backend_.close_stream(kv);
+}
+
+RequestId Engine::submit(GenerationRequest request) {
+    if (request.prompt.empty()) throw std::invalid_argument("prompt: must hold at least one token");
+    if (static_cast<int32_t>(request.prompt.size()) >= ctx_size_) {
+        throw std::invalid_argument("prompt: " + std::to_string(request.prompt.size()) +
+                                    " tokens leave no room in the context of " + std::to_string(ctx_size_));
+    }
+    const int32_t vocab = backend_.config().vocab_size;
+    for (TokenId token : request.prompt) {
+        if (token < 0 || token >= vocab) {
+            throw std::invalid_argument("prompt: token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                                        std::to_string(vocab) + ")");
+        }
+    }
+    if (request.max_tokens < 1) throw std::invalid_argument("max_tokens: must be at least 1");
+    if (!request.stop_strings.empty() && !decoders_) {
+        throw std::invalid_argument("stop: stop strings need a tokenizer to decode the reply");
+    }
+    const RequestId id = next_request_++;
+    waiting_.emplace_back(id, std::move(request));
+    return id;
+}
+
+void Engine::cancel(RequestId request) {
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+        if (it->first == request) {
+            waiting_.erase(it);
+            return;
+        }
+    }
+    for (auto& stream : lanes_.streams()) {
+        if (stream && stream->request() == request) stream->cancel();
+    }
+}
+
+void Engine::admit() {
+    while (!waiting_.empty() && static_cast<int32_t>(lanes_.size()) < options_.max_streams) {
+        auto [id, request] = std::move(waiting_.front());
+        waiting_.pop_front();
+        const StreamId kv = next_kv_++;
+        const int32_t capacity = ctx_size_;
+        backend_.open_stream(kv, capacity);
+        const PromptCache::Hit hit = prompt_cache_.find(request.prompt);
+        if (hit.length > 0) backend_.copy_prefix(hit.source, kv, hit.length);
+        lanes_.add(std::make_unique<Stream>(id, kv, std::move(request), hit.length, capacity,
+                                            decoders_ ? decoders_() : nullptr));
+    }
+}
+
+void Engine::retire(std::unique_ptr<Stream> stream) {
+    totals_ += stream->counters();
+    const int32_t kept = std::min(backend_.stream_length(stream->kv()), stream->context().size());
+    if (backend_.stream_length(stream->kv()) > kept) backend_.truncate(stream->kv(), kept);
+    const auto& tokens = stream->context().tokens();
+    for (StreamId kv : prompt_cache_.adopt(stream->kv(), std::vector<TokenId>(tokens.begin(), tokens.begin() + kept))) {
+        backend_.close_stream(kv);
+    }
+}
+
+std::vector<StreamUpdate> Engine::step() {
+    admit();
+    Round round = lanes_.next_round();
+    std::vector<StreamUpdate> updates;
+    if (!round.empty()) {
+        backend_.forward(round.rows, logits_);
+        ++rounds_;
+        updates = lanes_.land(round, logits_);
+    }
+    for (auto& stream : lanes_.take_finished()) {
+        if (stream->finish_reason() == FinishReason::cancelled) {
+            StreamUpdate update;
+            update.request = stream->request();
+            update.finish = FinishReason::cancelled;
+            updates.push_back(std::move(update));
+        }
+        auto found = completions_.find(stream->request());
+        if (found != completions_.end()) {
+            found->second.resume_point = stream->resume_point();
+            found->second.counters = stream->counters();
+        }
+        retire(std::move(stream));
+    }
+    return updates;
+}
+
+Completion Engine::generate(GenerationRequest request) {
+    const RequestId id = submit(std::move(request));
+    completions_[id] = Completion{};
+    while (completions_[id].finish == FinishReason::running) {
+        for (StreamUpdate& update : step()) {
+            auto found = completions_.find(update.request);
+            if (found == completions_.end()) continue;
+            Completion& c = found->second;
+            c.tokens.insert(c.tokens.end(), update.tokens.begin(), update.tokens.end());
+            c.text += update.text;
+            c.finish = update.finish;
+        }
+    }
+    Completion done = std::move(completions_[id]);
+    completions_.erase(id);
+    return done;
+}
+
+}  // namespace tf::engine

@@ -1,0 +1,44 @@
+// What a request asks the engine for, and how its stream ended. Native
+// types only: http/ turns JSON into these.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "model/backend.h"
+
+namespace tf::engine {
+
+using model::StreamId;
+using model::TokenId;
+
+struct GenerationRequest {
+    std::vector<TokenId> prompt;
+    SamplingParams sampling;
+    int32_t max_tokens = 16;
+    std::vector<TokenId> stop_tokens;        // e.g. the model's EOS ids; the reply ends after one
+    std::vector<std::string> stop_strings;   // matched on decoded text (needs a tokenizer)
+};
+
+enum class FinishReason { running, stop_token, stop_string, length, context_full, cancelled };
+
+const char* to_string(FinishReason reason);
+
+// Where a round's draft came from.
+enum class DraftSource { none, own_context, record };
+
+// Per-stream counters; the engine sums them for /metrics.
+struct DraftCounters {
+    int64_t rounds = 0;               // rounds this stream decoded in (prefill excluded)
+    int64_t own_drafted = 0;          // own-context draft tokens verified
+    int64_t own_landed = 0;
+    int64_t copies_offered = 0;       // record copies drafted
+    int64_t copy_drafted = 0;         // their tokens
+    int64_t copy_landed = 0;
+
+    DraftCounters& operator+=(const DraftCounters& other);
+};
+
+}  // namespace tf::engine

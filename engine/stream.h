@@ -1,0 +1,104 @@
+// Stream: one request's decoding state inside the engine: its tokens, its
+// place in the KV cache, its draft, and how its reply ends. Pure logic: it
+// produces rows and consumes logits; Lanes does the backend calls.
+//
+// Positions: the prompt and reply form one sequence; the KV cache holds
+// positions 0..kv_length-1. While decoding, the last sampled token (the
+// `pending` one) is not yet in the KV cache: next round runs it, followed
+// by the draft.
+//
+// Not thread-safe (driven by one thread).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/context_index.h"
+#include "engine/draft_window.h"
+#include "engine/request.h"
+#include "engine/stop_strings.h"
+#include "engine/text_decoder.h"
+
+namespace tf::engine {
+
+using RequestId = uint64_t;
+
+struct Draft {
+    DraftSource source = DraftSource::none;
+    int32_t match_length = 0;  // tokens of the context the source matched
+    std::vector<TokenId> tokens;
+};
+
+// What one round did for a stream, for the caller to pass on.
+struct StreamUpdate {
+    RequestId request = 0;
+    std::vector<TokenId> tokens;  // landed this round, in order
+    std::string text;             // their text (when the engine has a decoder), stop strings held back
+    FinishReason finish = FinishReason::running;
+};
+
+class Stream {
+public:
+    Stream(RequestId request, StreamId kv, GenerationRequest spec, int32_t resume_point, int32_t capacity,
+           std::unique_ptr<TextDecoder> decoder);
+
+    RequestId request() const { return request_; }
+    StreamId kv() const { return kv_; }
+    const GenerationRequest& spec() const { return spec_; }
+    int32_t resume_point() const { return resume_point_; }
+    int32_t kv_length() const { return kv_length_; }
+    int32_t prompt_length() const { return static_cast<int32_t>(spec_.prompt.size()); }
+    bool prefilling() const { return kv_length_ < prompt_length() && !finished(); }
+    bool finished() const { return finish_ != FinishReason::running; }
+    FinishReason finish_reason() const { return finish_; }
+    const std::vector<TokenId>& reply() const { return reply_; }
+    const ContextIndex& context() const { return context_; }
+    const DraftCounters& counters() const { return counters_; }
+    LandingRate& own_rate() { return own_rate_; }
+
+    // The most draft tokens this stream can use now: room in its KV cache
+    // and in its max_tokens.
+    int32_t draft_room() const;
+
+    // Appends this round's rows: up to `prefill_budget` prompt rows while
+    // prefilling, else the pending token and `draft`. Returns rows added.
+    int32_t add_rows(std::vector<model::Row>& rows, int32_t prefill_budget, Draft draft);
+
+    // Consumes the logits of the rows add_rows() added (one span per row
+    // that wanted logits). Returns the KV length to truncate to.
+    int32_t land(std::span<const float> logits, int32_t vocab, StreamUpdate& update);
+
+    void cancel() { finish_ = FinishReason::cancelled; }
+
+    // The draft of the round in flight (for statistics after landing).
+    const Draft& draft() const { return draft_; }
+    int32_t last_landed_drafts() const { return last_landed_drafts_; }
+
+private:
+    // Takes a landed token; false once the reply has ended.
+    bool accept(TokenId token, StreamUpdate& update);
+
+    RequestId request_;
+    StreamId kv_;
+    GenerationRequest spec_;
+    int32_t resume_point_;
+    int32_t capacity_;
+    int32_t kv_length_;
+    int32_t rows_in_flight_ = 0;
+    bool prompt_done_this_round_ = false;
+    TokenId pending_ = -1;
+    Draft draft_;
+    int32_t last_landed_drafts_ = 0;
+    std::vector<TokenId> reply_;
+    ContextIndex context_;
+    LandingRate own_rate_;
+    DraftCounters counters_;
+    std::unique_ptr<TextDecoder> decoder_;
+    StopStringMatcher stops_;
+    FinishReason finish_ = FinishReason::running;
+};
+
+}  // namespace tf::engine
