@@ -1,0 +1,28 @@
+// ApiError: what a route answers when a request cannot be served, in
+// OpenAI's shape {"error": {"message", "type", "param", "code"}}. Messages
+// name the field and the value so a user can act on them.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tf::http {
+
+struct ApiError : std::runtime_error {
+    ApiError(int status, std::string message, std::string param = "", std::string type = "")
+        : std::runtime_error(std::move(message)), status(status), param(std::move(param)), type(std::move(type)) {}
+
+    int status;         // HTTP status
+    std::string param;  // the offending field, when there is one
+    std::string type;   // empty: derived from the status
+
+    std::string type_name() const;
+    // {"error": {...}} as JSON text.
+    std::string body() const;
+};
+
+inline ApiError bad_request(std::string param, std::string message) {
+    return ApiError(400, std::move(message), std::move(param));
+}
+
+}  // namespace tf::http

@@ -1,0 +1,282 @@
+#include "http/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+namespace tf::http {
+
+namespace {
+
+using nlohmann::json;
+
+// Largest request numbers we take literally; beyond these a value is absurd.
+constexpr int64_t kMaxTokensLimit = 1 << 24;
+constexpr int kMaxStopStrings = 16;
+
+const char* type_name(const json& value) {
+    switch (value.type()) {
+        case json::value_t::null: return "null";
+        case json::value_t::boolean: return "a boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned: return "an integer";
+        case json::value_t::number_float: return "a number";
+        case json::value_t::string: return "a string";
+        case json::value_t::array: return "an array";
+        case json::value_t::object: return "an object";
+        default: return "an unknown value";
+    }
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* expected, const json& got) {
+    throw bad_request(field, field + ": expected " + expected + ", got " + type_name(got));
+}
+
+json parse_object(std::string_view body) {
+    json root = json::parse(body, nullptr, false);
+    if (root.is_discarded()) throw bad_request("", "request body is not valid JSON");
+    if (!root.is_object()) throw bad_request("", std::string("request body: expected a JSON object, got ") + type_name(root));
+    return root;
+}
+
+// A field that is absent or null counts as not given.
+const json* field(const json& root, const char* name) {
+    auto it = root.find(name);
+    return it == root.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<int64_t> integer(const json& root, const char* name) {
+    const json* v = field(root, name);
+    if (!v) return std::nullopt;
+    if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
+    if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() && std::abs(v->get<double>()) < 1e15) {
+        return static_cast<int64_t>(v->get<double>());
+    }
+    wrong_type(name, "an integer", *v);
+}
+
+std::optional<double> number(const json& root, const char* name) {
+    const json* v = field(root, name);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) wrong_type(name, "a number", *v);
+    return v->get<double>();
+}
+
+std::optional<bool> boolean(const json& root, const char* name) {
+    const json* v = field(root, name);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
+    return v->get<bool>();
+}
+
+std::string required_string(const json& root, const char* name) {
+    const json* v = field(root, name);
+    if (!v) throw bad_request(name, std::string(name) + ": required");
+    if (!v->is_string()) wrong_type(name, "a string", *v);
+    return v->get<std::string>();
+}
+
+std::string format_number(double value) {
+    std::ostringstream out;
+    out.precision(10);
+    out << value;
+    return out.str();
+}
+
+void check_range(const char* name, double value, double low, double high) {
+    if (!(value >= low && value <= high)) {
+        throw bad_request(name, std::string(name) + ": " + format_number(value) + " is outside [" +
+                                    format_number(low) + ", " + format_number(high) + "]");
+    }
+}
+
+// Features a client may ask for that the server does not have: refuse
+// rather than silently answer something else.
+void refuse_unsupported(const json& root) {
+    if (auto n = integer(root, "n"); n && *n != 1) throw bad_request("n", "n: only 1 is supported, got " + std::to_string(*n));
+    if (auto best_of = integer(root, "best_of"); best_of && *best_of != 1) {
+        throw bad_request("best_of", "best_of: only 1 is supported");
+    }
+    for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+        if (auto v = number(root, name); v && *v != 0) throw bad_request(name, std::string(name) + ": not supported");
+    }
+    if (const json* v = field(root, "logprobs"); v && !(v->is_boolean() && !v->get<bool>())) {
+        throw bad_request("logprobs", "logprobs: not supported");
+    }
+    if (const json* v = field(root, "logit_bias"); v && !(v->is_object() && v->empty())) {
+        throw bad_request("logit_bias", "logit_bias: not supported");
+    }
+    if (const json* v = field(root, "tools"); v && !(v->is_array() && v->empty())) {
+        throw bad_request("tools", "tools: not supported");
+    }
+}
+
+SamplingFields parse_sampling(const json& root, const char* max_tokens_field) {
+    SamplingFields s;
+    std::optional<int64_t> max_tokens = integer(root, max_tokens_field);
+    if (!max_tokens && std::string_view(max_tokens_field) == "max_completion_tokens") {
+        max_tokens = integer(root, "max_tokens");
+        max_tokens_field = "max_tokens";
+    }
+    if (max_tokens) {
+        if (*max_tokens < 1 || *max_tokens > kMaxTokensLimit) {
+            throw bad_request(max_tokens_field, std::string(max_tokens_field) + ": " + std::to_string(*max_tokens) +
+                                                    " must be between 1 and " + std::to_string(kMaxTokensLimit));
+        }
+        s.max_tokens = static_cast<int32_t>(*max_tokens);
+    }
+    if (auto v = number(root, "temperature")) {
+        check_range("temperature", *v, 0, 2);
+        s.temperature = static_cast<float>(*v);
+    }
+    if (auto v = number(root, "top_p")) {
+        if (!(*v > 0 && *v <= 1)) throw bad_request("top_p", "top_p: " + format_number(*v) + " is outside (0, 1]");
+        s.top_p = static_cast<float>(*v);
+    }
+    if (auto v = integer(root, "top_k")) {
+        if (*v < -1 || *v > std::numeric_limits<int32_t>::max()) {
+            throw bad_request("top_k", "top_k: " + std::to_string(*v) + " must be -1, 0 (no limit) or positive");
+        }
+        s.top_k = *v < 0 ? 0 : static_cast<int32_t>(*v);
+    }
+    if (auto v = number(root, "min_p")) {
+        check_range("min_p", *v, 0, 1);
+        s.min_p = static_cast<float>(*v);
+    }
+    if (const json* v = field(root, "seed")) {
+        if (!v->is_number_integer() && !v->is_number_unsigned()) wrong_type("seed", "an integer", *v);
+        s.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
+    }
+    if (const json* v = field(root, "stop")) {
+        if (v->is_string()) {
+            s.stop.push_back(v->get<std::string>());
+        } else if (v->is_array()) {
+            if (v->size() > kMaxStopStrings) {
+                throw bad_request("stop", "stop: at most " + std::to_string(kMaxStopStrings) + " stop strings");
+            }
+            for (const json& item : *v) {
+                if (!item.is_string()) wrong_type("stop", "a string or an array of strings", item);
+                s.stop.push_back(item.get<std::string>());
+            }
+        } else {
+            wrong_type("stop", "a string or an array of strings", *v);
+        }
+        for (const std::string& stop : s.stop) {
+            if (stop.empty()) throw bad_request("stop", "stop: stop strings must not be empty");
+        }
+    }
+    s.stream = boolean(root, "stream").value_or(false);
+    if (const json* v = field(root, "stream_options")) {
+        if (!v->is_object()) wrong_type("stream_options", "an object", *v);
+        s.include_usage = boolean(*v, "include_usage").value_or(false);
+    }
+    return s;
+}
+
+std::vector<int32_t> token_ids(const json& array, const std::string& where) {
+    std::vector<int32_t> ids;
+    ids.reserve(array.size());
+    for (const json& item : array) {
+        if (!item.is_number_integer() && !item.is_number_unsigned()) wrong_type(where, "token ids (integers)", item);
+        const int64_t id = item.get<int64_t>();
+        if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+            throw bad_request("prompt", where + ": token id " + std::to_string(id) + " is not a valid token id");
+        }
+        ids.push_back(static_cast<int32_t>(id));
+    }
+    return ids;
+}
+
+std::vector<PromptInput> parse_prompts(const json& root) {
+    const json* v = field(root, "prompt");
+    if (!v) throw bad_request("prompt", "prompt: required");
+    std::vector<PromptInput> prompts;
+    if (v->is_string()) {
+        prompts.push_back({v->get<std::string>(), {}});
+    } else if (v->is_array() && !v->empty() && ((*v)[0].is_number_integer() || (*v)[0].is_number_unsigned())) {
+        prompts.push_back({std::nullopt, token_ids(*v, "prompt")});
+    } else if (v->is_array() && !v->empty()) {
+        for (size_t i = 0; i < v->size(); ++i) {
+            const json& item = (*v)[i];
+            const std::string where = "prompt[" + std::to_string(i) + "]";
+            if (item.is_string()) {
+                prompts.push_back({item.get<std::string>(), {}});
+            } else if (item.is_array()) {
+                prompts.push_back({std::nullopt, token_ids(item, where)});
+            } else {
+                wrong_type(where, "a string or an array of token ids", item);
+            }
+        }
+    } else if (v->is_array()) {
+        throw bad_request("prompt", "prompt: must not be an empty array");
+    } else {
+        wrong_type("prompt", "a string, an array of strings, or token ids", *v);
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        if (!prompts[i].text && prompts[i].ids.empty()) {
+            throw bad_request("prompt", "prompt[" + std::to_string(i) + "]: must not be empty");
+        }
+    }
+    return prompts;
+}
+
+std::string message_content(const json& content, const std::string& where) {
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) wrong_type(where, "a string or an array of content parts", content);
+    std::string text;
+    for (size_t i = 0; i < content.size(); ++i) {
+        const json& part = content[i];
+        const std::string part_where = where + "[" + std::to_string(i) + "]";
+        if (!part.is_object()) wrong_type(part_where, "an object", part);
+        const json* type = field(part, "type");
+        if (!type || !type->is_string() || type->get<std::string>() != "text") {
+            throw bad_request("messages", part_where + ".type: only \"text\" parts are supported");
+        }
+        const json* part_text = field(part, "text");
+        if (!part_text || !part_text->is_string()) throw bad_request("messages", part_where + ".text: required string");
+        text += part_text->get<std::string>();
+    }
+    return text;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body) {
+    const json root = parse_object(body);
+    CompletionRequest request;
+    request.model = required_string(root, "model");
+    request.prompts = parse_prompts(root);
+    request.echo = boolean(root, "echo").value_or(false);
+    refuse_unsupported(root);
+    request.sampling = parse_sampling(root, "max_tokens");
+    return request;
+}
+
+ChatRequest parse_chat_request(std::string_view body) {
+    const json root = parse_object(body);
+    ChatRequest request;
+    request.model = required_string(root, "model");
+    const json* messages = field(root, "messages");
+    if (!messages) throw bad_request("messages", "messages: required");
+    if (!messages->is_array()) wrong_type("messages", "an array", *messages);
+    if (messages->empty()) throw bad_request("messages", "messages: must hold at least one message");
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) wrong_type(where, "an object", m);
+        const json* role = field(m, "role");
+        if (!role || !role->is_string()) throw bad_request("messages", where + ".role: required string");
+        const std::string r = role->get<std::string>();
+        if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "developer") {
+            throw bad_request("messages", where + ".role: '" + r + "' is not one of system, user, assistant, tool, developer");
+        }
+        const json* content = field(m, "content");
+        request.messages.push_back({r, content ? message_content(*content, where + ".content") : std::string()});
+    }
+    refuse_unsupported(root);
+    request.sampling = parse_sampling(root, "max_completion_tokens");
+    return request;
+}
+
+}  // namespace tf::http

@@ -1,0 +1,56 @@
+// The OpenAI request bodies of /v1/completions and /v1/chat/completions,
+// parsed and validated into native structs. JSON stops here: nothing below
+// http/ sees it. Every rejection is an ApiError(400) naming the field.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/api_error.h"
+
+namespace tf::http {
+
+// One prompt of /v1/completions: text, or token ids.
+struct PromptInput {
+    std::optional<std::string> text;
+    std::vector<int32_t> ids;
+};
+
+struct ChatMessage {
+    std::string role;     // system, user, assistant, tool, developer
+    std::string content;  // text parts joined
+};
+
+struct SamplingFields {
+    std::optional<int32_t> max_tokens;  // absent: up to the context's end
+    float temperature = 1.0f;
+    float top_p = 1.0f;
+    int32_t top_k = 0;    // 0 (or -1 in the request): no limit
+    float min_p = 0.0f;
+    std::optional<uint64_t> seed;
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+};
+
+struct CompletionRequest {
+    std::string model;
+    std::vector<PromptInput> prompts;  // a list of prompts gets one choice each
+    bool echo = false;
+    SamplingFields sampling;
+};
+
+struct ChatRequest {
+    std::string model;
+    std::vector<ChatMessage> messages;
+    SamplingFields sampling;
+};
+
+CompletionRequest parse_completion_request(std::string_view body);
+ChatRequest parse_chat_request(std::string_view body);
+
+}  // namespace tf::http

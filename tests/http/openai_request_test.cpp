@@ -1,0 +1,169 @@
+// Request bodies of the OpenAI routes: every accepted shape, and every
+// rejection as a 400 whose message names the field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "http/openai_request.h"
+
+namespace tf::http {
+namespace {
+
+// Expects `parse(body)` to throw a 400 naming `field` with `needle` in the message.
+template <typename Parse>
+void expect_400(Parse parse, const std::string& body, const std::string& field, const std::string& needle) {
+    try {
+        parse(body);
+        ADD_FAILURE() << "accepted: " << body;
+    } catch (const ApiError& error) {
+        EXPECT_EQ(error.status, 400) << body;
+        EXPECT_EQ(error.param, field) << body;
+        EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
+    }
+}
+
+void completion_400(const std::string& body, const std::string& field, const std::string& needle) {
+    expect_400(parse_completion_request, body, field, needle);
+}
+void chat_400(const std::string& body, const std::string& field, const std::string& needle) {
+    expect_400(parse_chat_request, body, field, needle);
+}
+
+TEST(CompletionRequest, AStringPrompt) {
+    CompletionRequest r = parse_completion_request(R"({"model":"m","prompt":"def f():"})");
+    EXPECT_EQ(r.model, "m");
+    ASSERT_EQ(r.prompts.size(), 1u);
+    EXPECT_EQ(*r.prompts[0].text, "def f():");
+    EXPECT_FALSE(r.sampling.max_tokens);
+    EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+    EXPECT_FALSE(r.sampling.stream);
+}
+
+TEST(CompletionRequest, PromptShapes) {
+    EXPECT_EQ(parse_completion_request(R"({"model":"m","prompt":["a","b"]})").prompts.size(), 2u);
+    CompletionRequest ids = parse_completion_request(R"({"model":"m","prompt":[1,2,3]})");
+    ASSERT_EQ(ids.prompts.size(), 1u);
+    EXPECT_EQ(ids.prompts[0].ids, (std::vector<int32_t>{1, 2, 3}));
+    CompletionRequest batches = parse_completion_request(R"({"model":"m","prompt":[[1,2],[3]]})");
+    ASSERT_EQ(batches.prompts.size(), 2u);
+    EXPECT_EQ(batches.prompts[1].ids, (std::vector<int32_t>{3}));
+}
+
+TEST(CompletionRequest, SamplingFields) {
+    CompletionRequest r = parse_completion_request(
+        R"({"model":"m","prompt":"x","max_tokens":40,"temperature":0.5,"top_p":0.9,"top_k":20,"min_p":0.05,
+            "seed":1234,"stop":["\n\n","END"],"stream":true,"stream_options":{"include_usage":true},"echo":true,
+            "n":1,"user":"someone"})");
+    EXPECT_EQ(*r.sampling.max_tokens, 40);
+    EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+    EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+    EXPECT_EQ(r.sampling.top_k, 20);
+    EXPECT_FLOAT_EQ(r.sampling.min_p, 0.05f);
+    EXPECT_EQ(*r.sampling.seed, 1234u);
+    EXPECT_EQ(r.sampling.stop, (std::vector<std::string>{"\n\n", "END"}));
+    EXPECT_TRUE(r.sampling.stream);
+    EXPECT_TRUE(r.sampling.include_usage);
+    EXPECT_TRUE(r.echo);
+}
+
+TEST(CompletionRequest, AStopStringAlone) {
+    EXPECT_EQ(parse_completion_request(R"({"model":"m","prompt":"x","stop":"END"})").sampling.stop,
+              std::vector<std::string>{"END"});
+}
+
+TEST(CompletionRequest, TopKMinusOneMeansNoLimit) {
+    EXPECT_EQ(parse_completion_request(R"({"model":"m","prompt":"x","top_k":-1})").sampling.top_k, 0);
+}
+
+TEST(CompletionRequest, NullFieldsCountAsAbsent) {
+    CompletionRequest r = parse_completion_request(R"({"model":"m","prompt":"x","max_tokens":null,"stop":null})");
+    EXPECT_FALSE(r.sampling.max_tokens);
+    EXPECT_TRUE(r.sampling.stop.empty());
+}
+
+TEST(CompletionRequest, MalformedJson) { completion_400("{\"model\":", "", "not valid JSON"); }
+TEST(CompletionRequest, NotAnObject) { completion_400("[1,2]", "", "expected a JSON object, got an array"); }
+TEST(CompletionRequest, MissingModel) { completion_400(R"({"prompt":"x"})", "model", "model: required"); }
+TEST(CompletionRequest, ModelOfWrongType) { completion_400(R"({"model":5,"prompt":"x"})", "model", "expected a string, got an integer"); }
+TEST(CompletionRequest, MissingPrompt) { completion_400(R"({"model":"m"})", "prompt", "prompt: required"); }
+TEST(CompletionRequest, EmptyPromptArray) { completion_400(R"({"model":"m","prompt":[]})", "prompt", "must not be an empty array"); }
+TEST(CompletionRequest, PromptOfWrongType) { completion_400(R"({"model":"m","prompt":{}})", "prompt", "expected a string"); }
+TEST(CompletionRequest, NegativeTokenId) { completion_400(R"({"model":"m","prompt":[1,-2]})", "prompt", "token id -2"); }
+TEST(CompletionRequest, MixedTokenIds) { completion_400(R"({"model":"m","prompt":[1,"a"]})", "prompt", "token ids"); }
+
+TEST(CompletionRequest, MaxTokensMustBePositiveAndSane) {
+    completion_400(R"({"model":"m","prompt":"x","max_tokens":0})", "max_tokens", "max_tokens: 0 must be between 1");
+    completion_400(R"({"model":"m","prompt":"x","max_tokens":-5})", "max_tokens", "max_tokens: -5");
+    completion_400(R"({"model":"m","prompt":"x","max_tokens":99999999999})", "max_tokens", "must be between 1 and");
+    completion_400(R"({"model":"m","prompt":"x","max_tokens":"10"})", "max_tokens", "expected an integer, got a string");
+    completion_400(R"({"model":"m","prompt":"x","max_tokens":1.5})", "max_tokens", "expected an integer, got a number");
+}
+
+TEST(CompletionRequest, SamplingRanges) {
+    completion_400(R"({"model":"m","prompt":"x","temperature":-0.1})", "temperature", "outside [0, 2]");
+    completion_400(R"({"model":"m","prompt":"x","temperature":"hot"})", "temperature", "expected a number");
+    completion_400(R"({"model":"m","prompt":"x","top_p":0})", "top_p", "outside (0, 1]");
+    completion_400(R"({"model":"m","prompt":"x","top_k":-2})", "top_k", "must be -1, 0");
+    completion_400(R"({"model":"m","prompt":"x","min_p":2})", "min_p", "outside [0, 1]");
+    completion_400(R"({"model":"m","prompt":"x","seed":"abc"})", "seed", "expected an integer");
+    completion_400(R"({"model":"m","prompt":"x","stream":"yes"})", "stream", "expected a boolean");
+    completion_400(R"({"model":"m","prompt":"x","stream_options":3})", "stream_options", "expected an object");
+}
+
+TEST(CompletionRequest, StopShapes) {
+    completion_400(R"({"model":"m","prompt":"x","stop":5})", "stop", "a string or an array of strings");
+    completion_400(R"({"model":"m","prompt":"x","stop":[""]})", "stop", "must not be empty");
+    completion_400(R"({"model":"m","prompt":"x","stop":["a",1]})", "stop", "a string or an array of strings");
+}
+
+TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
+    completion_400(R"({"model":"m","prompt":"x","n":2})", "n", "only 1 is supported");
+    completion_400(R"({"model":"m","prompt":"x","logprobs":5})", "logprobs", "not supported");
+    completion_400(R"({"model":"m","prompt":"x","presence_penalty":0.5})", "presence_penalty", "not supported");
+    completion_400(R"({"model":"m","prompt":"x","best_of":3})", "best_of", "only 1");
+}
+
+TEST(ChatRequest, Messages) {
+    ChatRequest r = parse_chat_request(
+        R"({"model":"m","messages":[{"role":"system","content":"be brief"},
+            {"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],
+            "max_completion_tokens":7})");
+    ASSERT_EQ(r.messages.size(), 2u);
+    EXPECT_EQ(r.messages[0].role, "system");
+    EXPECT_EQ(r.messages[1].content, "hi there");
+    EXPECT_EQ(*r.sampling.max_tokens, 7);
+}
+
+TEST(ChatRequest, MaxTokensIsAcceptedToo) {
+    EXPECT_EQ(*parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":3})")
+                   .sampling.max_tokens,
+              3);
+}
+
+TEST(ChatRequest, Rejections) {
+    chat_400(R"({"model":"m"})", "messages", "messages: required");
+    chat_400(R"({"model":"m","messages":{}})", "messages", "expected an array");
+    chat_400(R"({"model":"m","messages":[]})", "messages", "at least one message");
+    chat_400(R"({"model":"m","messages":[{"content":"x"}]})", "messages", "messages[0].role: required");
+    chat_400(R"({"model":"m","messages":[{"role":"wizard","content":"x"}]})", "messages", "'wizard' is not one of");
+    chat_400(R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content", "expected a string");
+    chat_400(R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", "messages",
+             "only \"text\" parts");
+    chat_400(R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})",
+             "max_completion_tokens", "max_completion_tokens: 0");
+    chat_400(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools",
+             "not supported");
+}
+
+TEST(ApiErrorBody, HasOpenAisShape) {
+    ApiError error = bad_request("max_tokens", "max_tokens: must be positive");
+    nlohmann::json body = nlohmann::json::parse(error.body());
+    EXPECT_EQ(body["error"]["message"], "max_tokens: must be positive");
+    EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(body["error"]["param"], "max_tokens");
+    EXPECT_EQ(body["error"]["code"], 400);
+    EXPECT_EQ(nlohmann::json::parse(ApiError(401, "no key").body())["error"]["type"], "authentication_error");
+}
+
+}  // namespace
+}  // namespace tf::http
