@@ -1,0 +1,81 @@
+#include "http/openai_response.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tf::http {
+
+namespace {
+
+using nlohmann::json;
+
+json usage_json(const Usage& usage) {
+    return {{"prompt_tokens", usage.prompt_tokens},
+            {"completion_tokens", usage.completion_tokens},
+            {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+json finish(const Choice& choice) { return choice.finish_reason ? json(*choice.finish_reason) : json(nullptr); }
+
+json envelope(const ResponseHeader& header, const char* object) {
+    return {{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
+}
+
+// Replies may end inside a multi-byte character (max_tokens cut it); the
+// detokenizer holds such bytes back, and replace keeps dump() from throwing
+// if anything invalid slips through.
+std::string dump(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string completion_body(const ResponseHeader& header, const std::vector<Choice>& choices, const Usage& usage) {
+    json body = envelope(header, "text_completion");
+    body["choices"] = json::array();
+    for (const Choice& c : choices) {
+        body["choices"].push_back({{"index", c.index}, {"text", c.text}, {"logprobs", nullptr}, {"finish_reason", finish(c)}});
+    }
+    body["usage"] = usage_json(usage);
+    return dump(body);
+}
+
+std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& choices, const Usage& usage) {
+    json body = envelope(header, "chat.completion");
+    body["choices"] = json::array();
+    for (const Choice& c : choices) {
+        body["choices"].push_back({{"index", c.index},
+                                   {"message", {{"role", "assistant"}, {"content", c.text}}},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", finish(c)}});
+    }
+    body["usage"] = usage_json(usage);
+    return dump(body);
+}
+
+std::string completion_chunk(const ResponseHeader& header, const Choice& choice, bool usage_null) {
+    json body = envelope(header, "text_completion");
+    body["choices"] = json::array(
+        {{{"index", choice.index}, {"text", choice.text}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}}});
+    if (usage_null) body["usage"] = nullptr;
+    return dump(body);
+}
+
+std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool first, bool usage_null) {
+    json body = envelope(header, "chat.completion.chunk");
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!choice.text.empty() || (first && !choice.finish_reason)) delta["content"] = choice.text;
+    body["choices"] = json::array(
+        {{{"index", choice.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}}});
+    if (usage_null) body["usage"] = nullptr;
+    return dump(body);
+}
+
+std::string usage_chunk(const ResponseHeader& header, bool chat, const Usage& usage) {
+    json body = envelope(header, chat ? "chat.completion.chunk" : "text_completion");
+    body["choices"] = json::array();
+    body["usage"] = usage_json(usage);
+    return dump(body);
+}
+
+std::string sse_event(const std::string& payload) { return "data: " + payload + "\n\n"; }
+
+}  // namespace tf::http

@@ -1,0 +1,45 @@
+// The bodies tensorfold answers on the OpenAI routes, and SSE framing.
+// Pure functions from native structs to JSON text; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tf::http {
+
+struct Usage {
+    int64_t prompt_tokens = 0;
+    int64_t completion_tokens = 0;
+};
+
+struct Choice {
+    int32_t index = 0;
+    std::string text;
+    std::optional<std::string> finish_reason;  // "stop" or "length"; absent while streaming
+};
+
+// What every body of one request shares.
+struct ResponseHeader {
+    std::string id;       // "cmpl-..." or "chatcmpl-..."
+    int64_t created = 0;  // Unix seconds
+    std::string model;
+};
+
+std::string completion_body(const ResponseHeader& header, const std::vector<Choice>& choices, const Usage& usage);
+std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& choices, const Usage& usage);
+
+// Streaming chunks. `usage_null` adds "usage": null, as OpenAI does on every
+// chunk when stream_options.include_usage is set.
+std::string completion_chunk(const ResponseHeader& header, const Choice& choice, bool usage_null);
+// The first chat chunk carries the role; later ones only content.
+std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool first, bool usage_null);
+// The final usage chunk: "choices": [] and the usage.
+std::string usage_chunk(const ResponseHeader& header, bool chat, const Usage& usage);
+
+// "data: <payload>\n\n"
+std::string sse_event(const std::string& payload);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+}  // namespace tf::http

@@ -1,0 +1,78 @@
+// Response bodies and SSE framing as OpenAI clients expect them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "http/openai_response.h"
+
+namespace tf::http {
+namespace {
+
+using nlohmann::json;
+
+const ResponseHeader kHeader{"cmpl-1", 1700000000, "tinycode"};
+
+TEST(CompletionBody, HasTheTextCompletionShape) {
+    json body = json::parse(completion_body(kHeader, {{0, "return 1", "stop"}}, {5, 3}));
+    EXPECT_EQ(body["object"], "text_completion");
+    EXPECT_EQ(body["id"], "cmpl-1");
+    EXPECT_EQ(body["model"], "tinycode");
+    EXPECT_EQ(body["created"], 1700000000);
+    EXPECT_EQ(body["choices"][0]["text"], "return 1");
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+    EXPECT_TRUE(body["choices"][0]["logprobs"].is_null());
+    EXPECT_EQ(body["usage"]["prompt_tokens"], 5);
+    EXPECT_EQ(body["usage"]["completion_tokens"], 3);
+    EXPECT_EQ(body["usage"]["total_tokens"], 8);
+}
+
+TEST(ChatBody, HasTheChatCompletionShape) {
+    json body = json::parse(chat_body(kHeader, {{0, "hi", "length"}}, {2, 1}));
+    EXPECT_EQ(body["object"], "chat.completion");
+    EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+    EXPECT_EQ(body["choices"][0]["message"]["content"], "hi");
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+}
+
+TEST(ChatChunk, FirstCarriesTheRoleLaterOnlyContent) {
+    json first = json::parse(chat_chunk(kHeader, {0, "", std::nullopt}, true, false));
+    EXPECT_EQ(first["object"], "chat.completion.chunk");
+    EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+    EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+    EXPECT_FALSE(first.contains("usage"));
+    json later = json::parse(chat_chunk(kHeader, {0, "x", std::nullopt}, false, true));
+    EXPECT_FALSE(later["choices"][0]["delta"].contains("role"));
+    EXPECT_EQ(later["choices"][0]["delta"]["content"], "x");
+    EXPECT_TRUE(later.contains("usage"));
+    EXPECT_TRUE(later["usage"].is_null());
+    json last = json::parse(chat_chunk(kHeader, {0, "", "stop"}, false, false));
+    EXPECT_TRUE(last["choices"][0]["delta"].empty());
+    EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(UsageChunk, HasNoChoices) {
+    json body = json::parse(usage_chunk(kHeader, true, {4, 6}));
+    EXPECT_TRUE(body["choices"].empty());
+    EXPECT_EQ(body["usage"]["total_tokens"], 10);
+    EXPECT_EQ(body["object"], "chat.completion.chunk");
+}
+
+TEST(CompletionChunk, CarriesTextAndFinish) {
+    json body = json::parse(completion_chunk(kHeader, {0, "abc", std::nullopt}, false));
+    EXPECT_EQ(body["object"], "text_completion");
+    EXPECT_EQ(body["choices"][0]["text"], "abc");
+}
+
+TEST(Sse, FramesEachEvent) {
+    EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
+    EXPECT_STREQ(kSseDone, "data: [DONE]\n\n");
+}
+
+TEST(Bodies, InvalidUtf8IsReplacedNotThrown) {
+    std::string broken = "ok\xE6\x97";
+    json body = json::parse(completion_body(kHeader, {{0, broken, "length"}}, {1, 1}));
+    EXPECT_EQ(body["choices"][0]["text"].get<std::string>().substr(0, 2), "ok");
+}
+
+}  // namespace
+}  // namespace tf::http
