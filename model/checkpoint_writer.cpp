@@ -1,0 +1,297 @@
+#include "model/checkpoint_writer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace tf::model {
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(const std::string& text) {
+    uint64_t hash = 0xCBF29CE484222325ull;
+    for (unsigned char ch : text) hash = (hash ^ ch) * 0x100000001B3ull;
+    return hash;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+json config_json(const CheckpointSpec& s) {
+    json c;
+    c["architectures"] = {s.architecture};
+    c["model_type"] = s.architecture == "Qwen3ForCausalLM"   ? "qwen3"
+                      : s.architecture == "Qwen2ForCausalLM" ? "qwen2"
+                      : s.architecture == "MistralForCausalLM" ? "mistral"
+                                                               : "llama";
+    c["hidden_size"] = s.hidden_size;
+    c["num_hidden_layers"] = s.num_layers;
+    c["num_attention_heads"] = s.num_heads;
+    c["num_key_value_heads"] = s.num_kv_heads;
+    c["head_dim"] = s.head_dim;
+    c["intermediate_size"] = s.intermediate_size;
+    c["vocab_size"] = s.vocab_size;
+    c["max_position_embeddings"] = s.max_position_embeddings;
+    c["rms_norm_eps"] = 1e-6;
+    c["hidden_act"] = "silu";
+    c["tie_word_embeddings"] = s.tie_word_embeddings;
+    c["torch_dtype"] = s.dtype == DType::bf16 ? "bfloat16" : s.dtype == DType::f16 ? "float16" : "float32";
+    if (s.architecture != "Qwen2ForCausalLM" && s.architecture != "MistralForCausalLM") {
+        c["attention_bias"] = s.attention_bias;
+    }
+    if (s.architecture == "MistralForCausalLM") {
+        c["sliding_window"] = s.sliding_window > 0 ? json(s.sliding_window) : json(nullptr);
+    } else if (s.architecture != "LlamaForCausalLM") {
+        c["use_sliding_window"] = false;
+    }
+    json scaling = nullptr;
+    if (s.llama3_rope_scaling) {
+        scaling = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                   {"original_max_position_embeddings", 8192}};
+    }
+    if (s.rope_parameters) {
+        json p = scaling.is_null() ? json{{"rope_type", "default"}} : scaling;
+        p["rope_theta"] = s.rope_theta;
+        c["rope_parameters"] = p;
+    } else {
+        c["rope_theta"] = s.rope_theta;
+        c["rope_scaling"] = scaling;
+    }
+    if (!s.eos_token_ids.empty()) c["eos_token_id"] = s.eos_token_ids.front();
+    return c;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+
+void write_tensor_data(std::ofstream& out, const CheckpointSpec& spec, const TensorSpec& t) {
+    uint64_t count = 1;
+    for (int64_t d : t.shape) count *= static_cast<uint64_t>(d);
+    const size_t bytes = element_bytes(spec.dtype);
+    std::vector<char> buffer;
+    constexpr uint64_t kChunk = 1 << 20;
+    for (uint64_t begin = 0; begin < count; begin += kChunk) {
+        const uint64_t end = std::min(count, begin + kChunk);
+        buffer.resize((end - begin) * bytes);
+        for (uint64_t i = begin; i < end; ++i) {
+            const float value = checkpoint_value(spec, t.name, t.shape, i);
+            char* at = buffer.data() + (i - begin) * bytes;
+            if (spec.dtype == DType::f32) {
+                std::memcpy(at, &value, 4);
+            } else {
+                const uint16_t half = spec.dtype == DType::bf16 ? float_to_bf16(value) : float_to_half(value);
+                std::memcpy(at, &half, 2);
+            }
+        }
+        out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    }
+}
+
+// One safetensors file holding `tensors`.
+void write_safetensors(const fs::path& path, const CheckpointSpec& spec, const std::vector<TensorSpec>& tensors) {
+    json header = json::object();
+    uint64_t offset = 0;
+    const char* dtype = dtype_name(spec.dtype);
+    for (const TensorSpec& t : tensors) {
+        uint64_t count = 1;
+        for (int64_t d : t.shape) count *= static_cast<uint64_t>(d);
+        const uint64_t bytes = count * element_bytes(spec.dtype);
+        header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    header["__metadata__"] = {{"format", "pt"}};
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    const uint64_t length = text.size();
+    char length_bytes[8];
+    for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+    out.write(length_bytes, 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    // json sorts keys; the data follows the offsets assigned in `tensors` order.
+    for (const TensorSpec& t : tensors) write_tensor_data(out, spec, t);
+    out.flush();
+    if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+}  // namespace
+
+uint16_t float_to_bf16(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+    bits += 0x7FFF + ((bits >> 16) & 1);
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+uint16_t float_to_half(float value) {
+    uint32_t x;
+    std::memcpy(&x, &value, 4);
+    const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+    x &= 0x7FFFFFFF;
+    if (x > 0x7F800000) return sign | 0x7E00;  // NaN
+    if (x >= 0x477FF000) return sign | 0x7C00;  // rounds to infinity
+    if (x < 0x38800000) {                       // half subnormal or zero: value * 2^24, rounded to even
+        const float scaled = std::fabs(value) * 16777216.0f;
+        return sign | static_cast<uint16_t>(std::nearbyint(scaled));
+    }
+    x += 0xFFF + ((x >> 13) & 1);
+    return sign | static_cast<uint16_t>((x - 0x38000000) >> 13);
+}
+
+float checkpoint_value(const CheckpointSpec& spec, const std::string& name, const std::vector<int64_t>& shape,
+                       uint64_t index) {
+    const uint64_t bits = splitmix64(splitmix64(spec.seed ^ fnv1a(name)) + index);
+    // Uniform in [-1, 1), never exactly zero: the low bit is forced on.
+    const double u = (static_cast<double>((bits >> 11) | 1) * 0x1.0p-53) * 2.0 - 1.0;
+    if (ends_with(name, "norm.weight")) return static_cast<float>(1.0 + 0.1 * u);
+    if (ends_with(name, ".bias")) return static_cast<float>(0.2 * u);
+    if (name == "model.embed_tokens.weight") return static_cast<float>(0.5 * u);
+    // Matrices: variance 1 / fan_in, so activations stay of order one.
+    const double fan_in = static_cast<double>(shape.back());
+    return static_cast<float>(u * std::sqrt(3.0 / fan_in));
+}
+
+std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
+    const int64_t hidden = s.hidden_size, q_dim = int64_t{s.num_heads} * s.head_dim,
+                  kv_dim = int64_t{s.num_kv_heads} * s.head_dim, inter = s.intermediate_size;
+    const bool qwen2 = s.architecture == "Qwen2ForCausalLM", qwen3 = s.architecture == "Qwen3ForCausalLM",
+               mistral = s.architecture == "MistralForCausalLM";
+    const bool qkv_bias = qwen2 || (!mistral && s.attention_bias), o_bias = !qwen2 && !mistral && s.attention_bias;
+    std::vector<TensorSpec> t;
+    t.push_back({"model.embed_tokens.weight", {s.vocab_size, hidden}});
+    for (int32_t i = 0; i < s.num_layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        t.push_back({p + "input_layernorm.weight", {hidden}});
+        t.push_back({p + "self_attn.q_proj.weight", {q_dim, hidden}});
+        t.push_back({p + "self_attn.k_proj.weight", {kv_dim, hidden}});
+        t.push_back({p + "self_attn.v_proj.weight", {kv_dim, hidden}});
+        t.push_back({p + "self_attn.o_proj.weight", {hidden, q_dim}});
+        if (qkv_bias) {
+            t.push_back({p + "self_attn.q_proj.bias", {q_dim}});
+            t.push_back({p + "self_attn.k_proj.bias", {kv_dim}});
+            t.push_back({p + "self_attn.v_proj.bias", {kv_dim}});
+        }
+        if (o_bias) t.push_back({p + "self_attn.o_proj.bias", {hidden}});
+        if (qwen3) {
+            t.push_back({p + "self_attn.q_norm.weight", {s.head_dim}});
+            t.push_back({p + "self_attn.k_norm.weight", {s.head_dim}});
+        }
+        t.push_back({p + "post_attention_layernorm.weight", {hidden}});
+        t.push_back({p + "mlp.gate_proj.weight", {inter, hidden}});
+        t.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
+        t.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
+    }
+    t.push_back({"model.norm.weight", {hidden}});
+    if (!s.tie_word_embeddings) t.push_back({"lm_head.weight", {s.vocab_size, hidden}});
+    return t;
+}
+
+CheckpointSpec preset_spec(const std::string& name) {
+    CheckpointSpec s;
+    if (name == "tiny-llama") {
+        s.architecture = "LlamaForCausalLM";
+    } else if (name == "tiny-mistral") {
+        s.architecture = "MistralForCausalLM";
+        s.sliding_window = 8;
+    } else if (name == "tiny-qwen2") {
+        s.architecture = "Qwen2ForCausalLM";
+        s.tie_word_embeddings = true;
+        s.rope_theta = 1e6;
+    } else if (name == "tiny-qwen3") {
+        s.architecture = "Qwen3ForCausalLM";
+        s.tie_word_embeddings = true;
+        s.rope_theta = 1e6;
+    } else if (name == "qwen3-8b") {
+        s.architecture = "Qwen3ForCausalLM";
+        s.hidden_size = 4096, s.num_layers = 36, s.num_heads = 32, s.num_kv_heads = 8, s.head_dim = 128;
+        s.intermediate_size = 12288, s.vocab_size = 151936, s.max_position_embeddings = 40960;
+        s.rope_theta = 1e6;
+        s.eos_token_ids = {151645, 151643};
+        s.shards = 5;
+    } else if (name == "llama3-8b") {
+        s.architecture = "LlamaForCausalLM";
+        s.hidden_size = 4096, s.num_layers = 32, s.num_heads = 32, s.num_kv_heads = 8, s.head_dim = 128;
+        s.intermediate_size = 14336, s.vocab_size = 128256, s.max_position_embeddings = 8192;
+        s.rope_theta = 500000.0;
+        s.eos_token_ids = {128001, 128009};
+        s.shards = 4;
+    } else {
+        throw std::invalid_argument("unknown preset \"" + name +
+                                    "\" (known: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, qwen3-8b, llama3-8b)");
+    }
+    return s;
+}
+
+void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from) {
+    fs::create_directories(dir);
+    write_text(fs::path(dir) / "config.json", config_json(spec).dump(2) + "\n");
+    json generation = {{"eos_token_id", spec.eos_token_ids}, {"do_sample", false}};
+    write_text(fs::path(dir) / "generation_config.json", generation.dump(2) + "\n");
+
+    std::vector<TensorSpec> tensors = checkpoint_tensors(spec);
+    if (spec.shards <= 1) {
+        write_safetensors(fs::path(dir) / "model.safetensors", spec, tensors);
+    } else {
+        // Consecutive tensors, about equal bytes per shard.
+        uint64_t total = 0;
+        std::vector<uint64_t> bytes;
+        for (const TensorSpec& t : tensors) {
+            uint64_t count = element_bytes(spec.dtype);
+            for (int64_t d : t.shape) count *= static_cast<uint64_t>(d);
+            bytes.push_back(count);
+            total += count;
+        }
+        json weight_map = json::object();
+        size_t next = 0;
+        uint64_t written = 0;
+        for (int32_t shard = 0; shard < spec.shards; ++shard) {
+            char file_name[64];
+            std::snprintf(file_name, sizeof file_name, "model-%05d-of-%05d.safetensors", shard + 1, spec.shards);
+            std::vector<TensorSpec> part;
+            const uint64_t goal = total * static_cast<uint64_t>(shard + 1) / static_cast<uint64_t>(spec.shards);
+            while (next < tensors.size() && (written < goal || shard == spec.shards - 1)) {
+                weight_map[tensors[next].name] = file_name;
+                written += bytes[next];
+                part.push_back(tensors[next++]);
+            }
+            write_safetensors(fs::path(dir) / file_name, spec, part);
+        }
+        json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+        write_text(fs::path(dir) / "model.safetensors.index.json", index.dump(2) + "\n");
+    }
+
+    if (!tokenizer_from.empty()) {
+        bool copied = false;
+        for (const char* file : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                                 "merges.txt", "tokenizer.model"}) {
+            fs::path from = fs::path(tokenizer_from) / file;
+            if (!fs::exists(from)) continue;
+            fs::copy_file(from, fs::path(dir) / file, fs::copy_options::overwrite_existing);
+            copied = true;
+        }
+        if (!copied) throw std::runtime_error(tokenizer_from + ": holds no tokenizer.json or tokenizer.model to copy");
+    }
+}
+
+}  // namespace tf::model

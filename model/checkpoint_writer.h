@@ -1,0 +1,66 @@
+// Writes a Hugging Face model directory with seeded random weights:
+// config.json, generation_config.json, model.safetensors (or shards and
+// model.safetensors.index.json), and a tokenizer copied from another
+// directory. Used by tools/make_checkpoint and by the tests, whose fixtures
+// name a spec and a seed instead of committing weights.
+//
+// Weights are a pure function of (seed, tensor name, element index):
+// SplitMix64, so every machine writes the same bytes. Never zero.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/safetensors.h"
+
+namespace tf::model {
+
+struct CheckpointSpec {
+    std::string architecture = "LlamaForCausalLM";  // or MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM
+    int32_t hidden_size = 64;
+    int32_t num_layers = 2;
+    int32_t num_heads = 4;
+    int32_t num_kv_heads = 2;
+    int32_t head_dim = 16;
+    int32_t intermediate_size = 96;
+    int32_t vocab_size = 256;
+    int32_t max_position_embeddings = 2048;
+    bool tie_word_embeddings = false;
+    bool attention_bias = false;   // Llama/Qwen3 attention_bias (Qwen2 always has q/k/v bias)
+    double rope_theta = 10000.0;
+    bool rope_parameters = false;  // write rope_theta inside "rope_parameters" (transformers 5) instead of top level
+    bool llama3_rope_scaling = false;
+    int32_t sliding_window = 0;    // Mistral; 0 = null
+    std::vector<int32_t> eos_token_ids = {1};
+    DType dtype = DType::bf16;
+    int32_t shards = 1;            // > 1: model-0000i-of-0000n.safetensors + index
+    uint64_t seed = 1;
+};
+
+struct TensorSpec {
+    std::string name;
+    std::vector<int64_t> shape;
+};
+
+// The tensors a checkpoint of `spec` holds, in file order.
+std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& spec);
+
+// "tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "qwen3-8b",
+// "llama3-8b". Throws std::invalid_argument for any other name.
+CheckpointSpec preset_spec(const std::string& name);
+
+// Writes the directory (created if needed). tokenizer_from: a directory
+// whose tokenizer files (tokenizer.json, tokenizer_config.json, ...) are
+// copied; empty = none. Throws std::runtime_error on I/O failure.
+void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from = "");
+
+// The value written at element `index` of tensor `name`, before rounding to
+// the checkpoint's dtype.
+float checkpoint_value(const CheckpointSpec& spec, const std::string& name, const std::vector<int64_t>& shape,
+                       uint64_t index);
+
+uint16_t float_to_bf16(float value);  // round to nearest even
+uint16_t float_to_half(float value);  // round to nearest even
+
+}  // namespace tf::model

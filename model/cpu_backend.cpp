@@ -1,0 +1,256 @@
+#include "model/cpu_backend.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "model/kernels/matmul.h"
+#include "model/kernels/rmsnorm.h"
+#include "model/kernels/rope.h"
+#include "model/load_error.h"
+
+namespace tf::model {
+
+namespace {
+
+using kernels::MatmulJob;
+
+bool supported_head_dim(int32_t head_dim) {
+    if (head_dim % 16 != 0) return false;
+    const int32_t blocks = head_dim / 16;
+    return (blocks >= 1 && blocks <= 8) || blocks == 10 || blocks == 12 || blocks == 16;
+}
+
+float* row_of(std::vector<float>& buffer, int32_t row, int32_t width) {
+    return buffer.data() + static_cast<size_t>(row) * width;
+}
+
+void grow(std::vector<float>& buffer, int32_t rows, int32_t width) {
+    const size_t need = static_cast<size_t>(rows) * width;
+    if (buffer.size() < need) buffer.resize(need);
+}
+
+void add_bias(float* x, const float* bias, int32_t rows, int32_t width) {
+    if (!bias) return;
+    for (int32_t r = 0; r < rows; ++r)
+        for (int32_t i = 0; i < width; ++i) x[static_cast<size_t>(r) * width + i] += bias[i];
+}
+
+// Each row of `x` (width floats) into `split` (padded_k(width) floats per row).
+void split_rows(const float* x, int32_t rows, int32_t width, float* split) {
+    const int32_t stride = kernels::padded_k(width);
+    for (int32_t r = 0; r < rows; ++r) kernels::split_pairs(x + static_cast<size_t>(r) * width, width, split + static_cast<size_t>(r) * stride);
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa)
+    : weights_(std::move(weights)), kernels_(&kernels::kernel_table(isa)), pool_(threads) {
+    const ModelConfig& c = weights_->config();
+    if (!supported_head_dim(c.head_dim)) {
+        throw LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
+                        " is not supported by the CPU backend (a multiple of 16: 16..128, 160, 192 or 256)");
+    }
+    inv_freq_ = kernels::rope_inv_freq(c);
+}
+
+KvCache& CpuBackend::cache(StreamId stream) {
+    auto it = streams_.find(stream);
+    if (it == streams_.end()) throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
+    return *it->second;
+}
+
+const KvCache& CpuBackend::cache(StreamId stream) const {
+    auto it = streams_.find(stream);
+    if (it == streams_.end()) throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
+    return *it->second;
+}
+
+void CpuBackend::open_stream(StreamId stream, int32_t capacity) {
+    if (streams_.count(stream)) throw std::invalid_argument("stream " + std::to_string(stream) + " is already open");
+    if (capacity <= 0) throw std::invalid_argument("stream capacity must be positive, got " + std::to_string(capacity));
+    const ModelConfig& c = config();
+    streams_.emplace(stream, std::make_unique<KvCache>(c.num_layers, c.num_kv_heads, c.head_dim, capacity));
+}
+
+void CpuBackend::close_stream(StreamId stream) {
+    if (streams_.erase(stream) == 0) throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
+}
+
+int32_t CpuBackend::stream_length(StreamId stream) const { return cache(stream).length(); }
+
+void CpuBackend::truncate(StreamId stream, int32_t length) {
+    KvCache& kv = cache(stream);
+    if (length < 0 || length > kv.length()) {
+        throw std::invalid_argument("truncate stream " + std::to_string(stream) + " to " + std::to_string(length) +
+                                    ": it holds " + std::to_string(kv.length()) + " positions");
+    }
+    kv.set_length(length);
+}
+
+void CpuBackend::copy_prefix(StreamId from, StreamId to, int32_t length) {
+    const KvCache& source = cache(from);
+    KvCache& target = cache(to);
+    if (from == to || length < 0 || length > source.length() || length > target.capacity()) {
+        throw std::invalid_argument("copy_prefix " + std::to_string(length) + " positions from stream " +
+                                    std::to_string(from) + " (length " + std::to_string(source.length()) +
+                                    ") to stream " + std::to_string(to) + " (capacity " +
+                                    std::to_string(target.capacity()) + ")");
+    }
+    target.copy_prefix(source, length);
+}
+
+void CpuBackend::check_rows(std::span<const Row> rows) {
+    std::unordered_map<StreamId, int32_t> next;
+    row_caches_.clear();
+    for (const Row& row : rows) {
+        KvCache& kv = cache(row.stream);
+        auto [it, first] = next.try_emplace(row.stream, kv.length());
+        if (row.position != it->second) {
+            throw std::invalid_argument("row of stream " + std::to_string(row.stream) + " has position " +
+                                        std::to_string(row.position) + ", expected " + std::to_string(it->second));
+        }
+        if (row.position >= kv.capacity()) {
+            throw std::invalid_argument("stream " + std::to_string(row.stream) + " is full (capacity " +
+                                        std::to_string(kv.capacity()) + ")");
+        }
+        if (row.token < 0 || row.token >= config().vocab_size) {
+            throw std::invalid_argument("token " + std::to_string(row.token) + " is outside the vocabulary");
+        }
+        it->second = row.position + 1;
+        row_caches_.push_back(&kv);
+    }
+}
+
+void CpuBackend::forward(std::span<const Row> rows, std::vector<float>& logits) {
+    check_rows(rows);
+    const ModelConfig& c = config();
+    const auto M = static_cast<int32_t>(rows.size());
+    const int32_t hidden = c.hidden_size, half = c.head_dim / 2;
+    int32_t wanted = 0;
+    for (const Row& row : rows) wanted += row.want_logits ? 1 : 0;
+    logits.resize(static_cast<size_t>(wanted) * c.vocab_size);
+    if (M == 0) return;
+
+    grow(x_, M, hidden);
+    grow(cos_, M, half);
+    grow(sin_, M, half);
+    for (int32_t m = 0; m < M; ++m) {
+        weights_->embed(rows[m].token, row_of(x_, m, hidden));
+        kernels::rope_angles(inv_freq_.data(), half, rows[m].position, row_of(cos_, m, half), row_of(sin_, m, half));
+    }
+    const auto& layers = weights_->layers();
+    for (int32_t layer = 0; layer < c.num_layers; ++layer) {
+        attention_block(layers[layer], layer, rows);
+        mlp_block(layers[layer], M);
+    }
+    for (int32_t m = 0; m < M; ++m) row_caches_[m]->set_length(rows[m].position + 1);
+
+    // Final norm and lm_head for the rows that want logits, written straight
+    // into `logits`.
+    if (wanted == 0) return;
+    const int32_t stride = kernels::padded_k(hidden);
+    grow(normed_, wanted, hidden);
+    grow(split_, wanted, stride);
+    int32_t out_row = 0;
+    for (int32_t m = 0; m < M; ++m) {
+        if (!rows[m].want_logits) continue;
+        kernels::rmsnorm_row(row_of(x_, m, hidden), weights_->final_norm(), hidden, c.rms_norm_eps,
+                             row_of(normed_, out_row, hidden));
+        ++out_row;
+    }
+    split_rows(normed_.data(), wanted, hidden, split_.data());
+    kernels::matmul(*kernels_, pool_, split_.data(), wanted, {MatmulJob{&weights_->lm_head(), logits.data(), c.vocab_size}});
+}
+
+void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows) {
+    const ModelConfig& c = config();
+    const auto M = static_cast<int32_t>(rows.size());
+    const int32_t hidden = c.hidden_size, head_dim = c.head_dim, half = head_dim / 2;
+    const int32_t q_dim = c.num_heads * head_dim, kv_dim = c.num_kv_heads * head_dim;
+    const int32_t stride = kernels::padded_k(hidden);
+    grow(normed_, M, hidden);
+    grow(split_, M, std::max(stride, kernels::padded_k(q_dim)));
+    grow(q_, M, q_dim);
+    grow(k_, M, kv_dim);
+    grow(v_, M, kv_dim);
+    grow(attn_, M, q_dim);
+    grow(out_, M, hidden);
+
+    kernels::rmsnorm(x_.data(), l.attn_norm, M, hidden, hidden, c.rms_norm_eps, normed_.data());
+    split_rows(normed_.data(), M, hidden, split_.data());
+    kernels::matmul(*kernels_, pool_, split_.data(), M,
+                    {MatmulJob{&l.wq, q_.data(), q_dim}, MatmulJob{&l.wk, k_.data(), kv_dim},
+                     MatmulJob{&l.wv, v_.data(), kv_dim}});
+    add_bias(q_.data(), l.q_bias, M, q_dim);
+    add_bias(k_.data(), l.k_bias, M, kv_dim);
+    add_bias(v_.data(), l.v_bias, M, kv_dim);
+
+    attention_rows_.resize(static_cast<size_t>(M));
+    for (int32_t m = 0; m < M; ++m) {
+        float* q = row_of(q_, m, q_dim);
+        float* k = row_of(k_, m, kv_dim);
+        if (c.qk_norm) {  // Qwen3: RMSNorm over each head, before RoPE
+            for (int32_t h = 0; h < c.num_heads; ++h) kernels::rmsnorm_row(q + h * head_dim, l.q_norm, head_dim, c.rms_norm_eps, q + h * head_dim);
+            for (int32_t h = 0; h < c.num_kv_heads; ++h) kernels::rmsnorm_row(k + h * head_dim, l.k_norm, head_dim, c.rms_norm_eps, k + h * head_dim);
+        }
+        kernels::rope(q, c.num_heads, head_dim, row_of(cos_, m, half), row_of(sin_, m, half));
+        kernels::rope(k, c.num_kv_heads, head_dim, row_of(cos_, m, half), row_of(sin_, m, half));
+
+        // Append this row's K/V before any row attends: later rows of the
+        // same stream in this batch read it.
+        KvCache& kv = *row_caches_[m];
+        const int32_t position = rows[m].position;
+        const float* v = row_of(v_, m, kv_dim);
+        for (int32_t h = 0; h < c.num_kv_heads; ++h) {
+            const size_t at = h * kv.head_stride() + static_cast<size_t>(position) * head_dim;
+            std::copy(k + h * head_dim, k + (h + 1) * head_dim, kv.keys(layer) + at);
+            std::copy(v + h * head_dim, v + (h + 1) * head_dim, kv.values(layer) + at);
+        }
+        kernels::AttentionRow& a = attention_rows_[m];
+        a.keys = kv.keys(layer);
+        a.values = kv.values(layer);
+        a.head_stride = kv.head_stride();
+        a.last = position;
+        a.first = c.sliding_window > 0 ? std::max(0, position - c.sliding_window + 1) : 0;
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    kernels::attention(*kernels_, pool_, q_.data(), M, attention_rows_.data(), c.num_heads, c.num_kv_heads, head_dim,
+                       scale, attn_.data(), scores_);
+
+    split_rows(attn_.data(), M, q_dim, split_.data());
+    kernels::matmul(*kernels_, pool_, split_.data(), M, {MatmulJob{&l.wo, out_.data(), hidden}});
+    add_bias(out_.data(), l.o_bias, M, hidden);
+    for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
+}
+
+void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
+    const ModelConfig& c = config();
+    const int32_t hidden = c.hidden_size, inter = c.intermediate_size;
+    grow(gate_, M, inter);
+    grow(up_, M, inter);
+    grow(split_, M, std::max(kernels::padded_k(hidden), kernels::padded_k(inter)));
+
+    kernels::rmsnorm(x_.data(), l.mlp_norm, M, hidden, hidden, c.rms_norm_eps, normed_.data());
+    split_rows(normed_.data(), M, hidden, split_.data());
+    kernels::matmul(*kernels_, pool_, split_.data(), M,
+                    {MatmulJob{&l.w_gate, gate_.data(), inter}, MatmulJob{&l.w_up, up_.data(), inter}});
+    for (size_t i = 0; i < static_cast<size_t>(M) * inter; ++i) {
+        const float g = gate_[i];
+        gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];  // silu(gate) * up
+    }
+    split_rows(gate_.data(), M, inter, split_.data());
+    kernels::matmul(*kernels_, pool_, split_.data(), M, {MatmulJob{&l.w_down, out_.data(), hidden}});
+    for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
+}
+
+std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa) {
+    return std::make_unique<CpuBackend>(Weights::load(dir), threads, isa);
+}
+
+std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads) {
+    const char* forced = std::getenv("TF_ISA");
+    return load_cpu_backend(dir, threads, kernels::parse_isa(forced ? forced : "auto"));
+}
+
+}  // namespace tf::model

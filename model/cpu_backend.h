@@ -1,0 +1,72 @@
+// The CPU backend: the Backend interface (model/backend.h) over Weights,
+// one KvCache per stream, a persistent ThreadPool and the SIMD kernels of
+// the path chosen at start-up (AVX-512, else AVX2+FMA, else scalar; all
+// three give bit-identical logits, see kernels/isa.h).
+//
+// Batch invariance: every matmul output element, norm and attention
+// (row, head) is one thread's fixed-order reduction that depends only on the
+// model and the row's position; threads split output features and (row,
+// head) pairs, never a reduction. Prefill, decode and verify run this same
+// code. Tests compare logits bitwise (tests/model/batch_invariance_test.cpp).
+//
+// Thread-safety: as Backend: one caller at a time; forward() uses the pool.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/backend.h"
+#include "model/kernels/attention.h"
+#include "model/kernels/isa.h"
+#include "model/kv_cache.h"
+#include "model/thread_pool.h"
+#include "model/weights.h"
+
+namespace tf::model {
+
+class CpuBackend final : public Backend {
+public:
+    // threads: 0 = every core (hardware_concurrency).
+    CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa);
+
+    const ModelConfig& config() const override { return weights_->config(); }
+    void open_stream(StreamId stream, int32_t capacity) override;
+    void close_stream(StreamId stream) override;
+    int32_t stream_length(StreamId stream) const override;
+    void truncate(StreamId stream, int32_t length) override;
+    void copy_prefix(StreamId from, StreamId to, int32_t length) override;
+    void forward(std::span<const Row> rows, std::vector<float>& logits) override;
+
+    kernels::Isa isa() const { return kernels_->isa; }
+    int threads() const { return pool_.size(); }
+    const Weights& weights() const { return *weights_; }
+
+private:
+    KvCache& cache(StreamId stream);
+    const KvCache& cache(StreamId stream) const;
+    void check_rows(std::span<const Row> rows);
+    void attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows);
+    void mlp_block(const LayerWeights& l, int32_t rows);
+
+    std::unique_ptr<Weights> weights_;
+    const kernels::KernelTable* kernels_;
+    ThreadPool pool_;
+    std::vector<float> inv_freq_;
+    std::unordered_map<StreamId, std::unique_ptr<KvCache>> streams_;
+    std::vector<KvCache*> row_caches_;  // per row of the current forward
+
+    // Scratch, per row: sized on demand, kept between calls.
+    std::vector<float> x_, normed_, split_, q_, k_, v_, attn_, out_, gate_, up_, cos_, sin_;
+    std::vector<std::vector<float>> scores_;
+    std::vector<kernels::AttentionRow> attention_rows_;
+};
+
+// Loads DIR (config.json, generation_config.json, safetensors) into a CPU
+// backend. threads: 0 = every core. The SIMD path is the widest this CPU
+// runs unless TF_ISA (avx512, avx2, scalar) says otherwise. Throws LoadError.
+std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads);
+std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa);
+
+}  // namespace tf::model

@@ -1,0 +1,14 @@
+// The avx512 path of the kernels: kernels_impl.inc over vec16_avx512.h.
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+#include "model/kernels/isa.h"
+#include "model/kernels/vec16_avx512.h"
+
+namespace tf::model::kernels::avx512 {
+
+constexpr Isa kIsa = Isa::avx512;
+#include "model/kernels/kernels_impl.inc"
+
+}  // namespace tf::model::kernels::avx512

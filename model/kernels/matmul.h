@@ -1,0 +1,107 @@
+// Matmul: y = x W^T with W in bf16 (or fp32) and x, y in fp32. The kernels
+// themselves live in kernels_impl.inc (one source, three SIMD paths); this
+// header has the activation layout, the launcher that spreads output
+// columns over threads, and the double-precision reference used in tests.
+//
+// Batch invariance: an output element is one thread's serial reduction over
+// K in a fixed order; threads split N (output columns), never K; so an
+// element does not depend on M, on the thread count or on the split.
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <vector>
+
+#include "model/kernels/isa.h"
+#include "model/thread_pool.h"
+
+namespace tf::model::kernels {
+
+// kernels
+
+inline int32_t padded_k(int32_t k) { return (k + 31) / 32 * 32; }
+
+// One activation row in the kernels' pair-split layout: each 32-wide block
+// of x holds its 16 even elements, then its 16 odd ones, matching what one
+// bf16 load splits into (load_bf16_pairs). Elements past k are zero.
+inline void split_pairs(const float* x, int32_t k, float* xs) {
+    const int32_t kp = padded_k(k);
+    for (int32_t block = 0; block < kp; block += 32) {
+        for (int32_t l = 0; l < 16; ++l) {
+            const int32_t even = block + 2 * l, odd = even + 1;
+            xs[block + l] = even < k ? x[even] : 0.0f;
+            xs[block + 16 + l] = odd < k ? x[odd] : 0.0f;
+        }
+    }
+}
+
+// W[n][k] as fp32, whatever its format (tests and the embedding lookup).
+inline float weight_at(const WeightMatrix& w, int32_t n, int32_t k) {
+    if (w.format == WeightFormat::bf16) {
+        uint16_t bits16;
+        std::memcpy(&bits16, static_cast<const uint16_t*>(w.data) + static_cast<size_t>(n) * w.stride + k, 2);
+        uint32_t bits = static_cast<uint32_t>(bits16) << 16;
+        float value;
+        std::memcpy(&value, &bits, 4);
+        return value;
+    }
+    const int32_t block = k / 32 * 32, l = k % 32;
+    const int32_t at = block + (l % 2 == 0 ? l / 2 : 16 + l / 2);
+    return static_cast<const float*>(w.data)[static_cast<size_t>(n) * w.stride + at];
+}
+
+// The reference: sums in double, in plain k order. Not bitwise comparable
+// with the kernels; tests bound the difference.
+inline std::vector<double> matmul_reference(const float* x, int32_t M, const WeightMatrix& w) {
+    std::vector<double> out(static_cast<size_t>(M) * w.rows);
+    for (int32_t m = 0; m < M; ++m)
+        for (int32_t n = 0; n < w.rows; ++n) {
+            double sum = 0;
+            for (int32_t k = 0; k < w.cols; ++k) sum += static_cast<double>(x[static_cast<size_t>(m) * w.cols + k]) * weight_at(w, n, k);
+            out[static_cast<size_t>(m) * w.rows + n] = sum;
+        }
+    return out;
+}
+
+// launchers
+
+// One weight matrix applied to the shared input: out[m * ldo + n].
+struct MatmulJob {
+    const WeightMatrix* w;
+    float* out;
+    int32_t ldo;
+};
+
+// Runs every job on the M pair-split rows of `xs` (stride padded_k(K)) in one
+// parallel region. Columns go to threads in groups of 8, contiguously across
+// the jobs, so q/k/v (or gate/up) share one fork-join.
+inline void matmul(const KernelTable& kernels, ThreadPool& pool, const float* xs, int32_t M,
+                   std::initializer_list<MatmulJob> jobs) {
+    constexpr int32_t kGroup = 8;
+    int64_t groups = 0;
+    for (const MatmulJob& job : jobs) {
+        assert(job.w->stride == jobs.begin()->w->stride);  // one input for all jobs
+        assert(job.w->stride % 32 == 0 && job.w->stride >= job.w->cols);
+        assert(job.ldo >= job.w->rows);
+        groups += (job.w->rows + kGroup - 1) / kGroup;
+    }
+    if (M == 0) return;
+    pool.parallel_for(groups, [&](int64_t begin, int64_t end) {
+        int64_t first = 0;  // the first group of the current job
+        for (const MatmulJob& job : jobs) {
+            const int64_t count = (job.w->rows + kGroup - 1) / kGroup;
+            const int64_t lo = std::max(begin, first), hi = std::min(end, first + count);
+            if (lo < hi) {
+                const auto n_begin = static_cast<int32_t>((lo - first) * kGroup);
+                const auto n_end = static_cast<int32_t>(std::min<int64_t>((hi - first) * kGroup, job.w->rows));
+                kernels.matmul(xs, M, *job.w, n_begin, n_end, job.out, job.ldo);
+            }
+            first += count;
+        }
+    });
+}
+
+}  // namespace tf::model::kernels

@@ -1,0 +1,77 @@
+// Correctness against Hugging Face transformers: greedy decoding of the
+// embedded tinycode model reproduces the fp32 oracle's greedy ids exactly,
+// and the top-5 logits at the end of the prompt are within 1e-3.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "model/cpu_backend.h"
+#include "model/sampling.h"
+#include "test_support.h"
+
+namespace tf::model {
+namespace {
+
+using testing::fixture_path;
+using testing::tinycode_dir;
+
+struct GreedyCase {
+    std::vector<int32_t> prompt, greedy, top5_ids;
+    std::vector<float> top5_logits;
+};
+
+std::vector<GreedyCase> oracle_cases() {
+    std::ifstream in(fixture_path("tinycode_hf_public.jsonl"));
+    EXPECT_TRUE(in) << fixture_path("tinycode_hf_public.jsonl");
+    std::vector<GreedyCase> cases;
+    std::string line;
+    while (std::getline(in, line)) {
+        auto j = nlohmann::json::parse(line);
+        if (j.at("kind") != "greedy") continue;
+        cases.push_back({j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_ids").get<std::vector<int32_t>>(),
+                         j.at("last_top5_ids").get<std::vector<int32_t>>(),
+                         j.at("last_top5_logits").get<std::vector<float>>()});
+    }
+    return cases;
+}
+
+TEST(HfOracle, GreedyDecodingOfTinycodeMatchesTransformersExactly) {
+    auto backend = load_cpu_backend(tinycode_dir(), 0);
+    const auto cases = oracle_cases();
+    ASSERT_GE(cases.size(), 6u);
+    const int32_t vocab = backend->config().vocab_size;
+    for (size_t c = 0; c < cases.size(); ++c) {
+        const GreedyCase& g = cases[c];
+        const auto stream = static_cast<StreamId>(c);
+        backend->open_stream(stream, static_cast<int32_t>(g.prompt.size() + g.greedy.size()) + 1);
+        std::vector<Row> rows;
+        for (size_t i = 0; i < g.prompt.size(); ++i) {
+            rows.push_back({stream, static_cast<int32_t>(i), g.prompt[i], i + 1 == g.prompt.size()});
+        }
+        std::vector<float> logits;
+        backend->forward(rows, logits);
+        // The oracle's last_top5 are the logits at the prompt's last
+        // position: those that chose the first generated id.
+        ASSERT_EQ(logits.size(), static_cast<size_t>(vocab));
+        for (size_t k = 0; k < g.top5_ids.size(); ++k) {
+            EXPECT_NEAR(logits[g.top5_ids[k]], g.top5_logits[k], 1e-3 * std::max(1.0f, std::fabs(g.top5_logits[k])))
+                << "case " << c << " top" << k << " id " << g.top5_ids[k];
+        }
+        std::vector<int32_t> produced;
+        for (size_t step = 0; step < g.greedy.size(); ++step) {
+            ASSERT_EQ(logits.size(), static_cast<size_t>(vocab));
+            const int32_t next = argmax_token(logits);
+            produced.push_back(next);
+            Row row{stream, static_cast<int32_t>(g.prompt.size() + step), next, true};
+            if (step + 1 < g.greedy.size()) backend->forward({&row, 1}, logits);
+        }
+        EXPECT_EQ(produced, g.greedy) << "case " << c;
+        backend->close_stream(stream);
+    }
+}
+
+}  // namespace
+}  // namespace tf::model
