@@ -1,0 +1,192 @@
+// Landing statistics and the offer policy: when a stream is offered a copy of
+// the record's continuation instead of its own drafts.
+//
+// Seed: "A copy is offered when the record's continuation of the stream's last
+// 16 tokens or more is expected to land more tokens than the stream's own
+// drafts have lately. The expected tokens come from how the record's earlier
+// copies landed, kept apart for matches of 16 to 31 tokens, 32 to 63, and 64
+// or more. A copy that misses costs its round the drafts it took the place of.
+// A record whose copies keep missing stops offering them, apart from a probe
+// that comes rarer while probes miss, and a stream whose copy landed nothing
+// leaves the record alone for four rounds. Grafted lanes ask the record each
+// round while its grafts land, and every eighth round otherwise. The stream's
+// own context is asked first, and wins ties."
+//
+// Two small pure classes, deterministic (no clocks, no randomness):
+//  - OfferPolicy, one per record: per match-length bucket, how copies landed
+//    and how many tokens a copy is expected to land; the "copies keep
+//    missing" state and its probes. DELETE resets it.
+//  - StreamOfferState, one per stream: the four-round leave-alone, the
+//    stream's own drafts' recent landing, and the grafted-lane cadence.
+// The engine, per round of a stream: start_round(); its own context first;
+// then, if may_ask_record() (or grafted_may_ask() on a grafted lane), a
+// record lookup; with a match, OfferPolicy::decide(match length,
+// own_expected_landed(), continuation length); after verification,
+// record_outcome() on the policy and record_copy_outcome() on the stream.
+//
+// OfferPolicy and StreamOfferState are not thread-safe; SharedOfferPolicy
+// wraps an OfferPolicy in a mutex for a record shared by many streams.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+
+namespace tf::recall {
+
+// Seed: "kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more".
+enum class MatchBucket { from16to31 = 0, from32to63 = 1, from64 = 2 };
+inline constexpr size_t kMatchBuckets = 3;
+// The bucket of a match of `match_length` >= 16 ids.
+MatchBucket bucket_of(uint32_t match_length);
+const char* to_string(MatchBucket bucket);  // "16-31", "32-63", "64+"
+
+struct BucketLanding {
+    uint64_t copies_offered = 0;  // copies verified (record_outcome calls)
+    uint64_t tokens_drafted = 0;
+    uint64_t tokens_landed = 0;
+    uint64_t copies_missed = 0;   // copies that landed nothing
+    double expected_landed = 0;   // tokens the next copy is expected to land
+};
+
+struct LandingSnapshot {
+    std::array<BucketLanding, kMatchBuckets> buckets;
+    uint64_t copies_offered = 0;  // sums over the buckets
+    uint64_t tokens_drafted = 0;
+    uint64_t tokens_landed = 0;
+    uint64_t probes_offered = 0;
+    bool copies_keep_missing = false;
+    uint32_t probe_spacing = 0;  // asks between probes while copies keep missing
+};
+
+enum class OfferKind {
+    none,   // draft from the stream's own context
+    copy,   // offer the record's continuation
+    probe,  // the record's copies keep missing; offer one anyway to learn whether they land again
+};
+
+class OfferPolicy {
+   public:
+    // Optimistic prior: a fresh record's copies are expected to land this
+    // many tokens, so that a fresh record gets tried against a stream whose
+    // own drafts land fewer per round.
+    static constexpr double kPriorLanded = 8.0;
+    // Each outcome moves its bucket's expectation by this fraction of the
+    // difference (a decayed mean: the last ~8 copies weigh most).
+    static constexpr double kDecay = 1.0 / 8;
+    // This many copies in a row that land nothing, record-wide: copies keep missing.
+    static constexpr uint32_t kMissesToStop = 8;
+    // While copies keep missing, the first probe comes after this many asks;
+    // each probe that misses doubles the spacing (8, 16, 32, ...) up to the
+    // cap; a copy that lands ends the spell.
+    static constexpr uint32_t kFirstProbeSpacing = 8;
+    static constexpr uint32_t kMaxProbeSpacing = 1u << 16;
+
+    OfferPolicy();
+
+    // Called when a stream whose record lookup found a match of
+    // `match_length` (>= 16) ids asks whether to use it.
+    // own_expected_landed: tokens the stream's own drafts have landed per
+    // round lately (StreamOfferState::own_expected_landed()).
+    // continuation_length: ids the copy would draft (a copy cannot land more).
+    // A copy is offered only when its expected landing is strictly greater:
+    // the own context wins ties. Counts the ask toward the next probe.
+    OfferKind decide(uint32_t match_length, double own_expected_landed,
+                     uint32_t continuation_length = std::numeric_limits<uint32_t>::max());
+    bool should_offer(uint32_t match_length, double own_expected_landed,
+                      uint32_t continuation_length = std::numeric_limits<uint32_t>::max()) {
+        return decide(match_length, own_expected_landed, continuation_length) != OfferKind::none;
+    }
+
+    // A copy offered for a match of `match_length` drafted `drafted` tokens
+    // and `landed` of them were accepted by the target model.
+    void record_outcome(uint32_t match_length, uint32_t drafted, uint32_t landed);
+
+    // The tokens a copy for a match of this length is expected to land.
+    double expected_landed(uint32_t match_length) const;
+    bool copies_keep_missing() const { return keep_missing_; }
+    LandingSnapshot snapshot() const;
+    // Seed: DELETE empties the record "with its landing rates and counters".
+    void reset();
+
+   private:
+    std::array<BucketLanding, kMatchBuckets> buckets_;
+    uint32_t miss_streak_ = 0;
+    bool keep_missing_ = false;
+    uint32_t probe_spacing_ = kFirstProbeSpacing;
+    uint32_t asks_since_probe_ = 0;
+    uint32_t probes_in_flight_ = 0;
+    uint64_t probes_offered_ = 0;
+};
+
+// One stream's side of the policy.
+class StreamOfferState {
+   public:
+    static constexpr uint32_t kLeaveAloneRounds = 4;  // seed: "leaves the record alone for four rounds"
+    static constexpr uint32_t kGraftIdleCadence = 8;  // seed: "every eighth round otherwise"
+    static constexpr double kOwnDecay = 1.0 / 4;      // "lately": the last few rounds weigh most
+
+    // Once at the start of each of the stream's rounds, before asking.
+    void start_round();
+
+    // Copy window: may this round ask the record? False for the four rounds
+    // after a round whose record copy landed nothing.
+    bool may_ask_record() const { return !leaving_alone_; }
+    // Grafted lane: ask the record this round? Every round while its grafts
+    // land (and in its first round), else every eighth round.
+    bool grafted_may_ask() const { return grafts_landing_ || rounds_since_graft_ask_ >= kGraftIdleCadence; }
+
+    // The record copy offered this round landed `landed` tokens.
+    void record_copy_outcome(uint32_t landed);
+    // The stream's own drafts landed `landed` tokens this round.
+    void record_own_drafts(uint32_t landed);
+    // A grafted lane asked the record this round; its grafts landed `landed`
+    // tokens (0 also when the record had nothing to graft).
+    void record_graft_outcome(uint32_t landed);
+
+    // Tokens the stream's own drafts landed per round lately (a decayed
+    // mean; 0 before any round).
+    double own_expected_landed() const { return own_expected_; }
+    uint64_t round() const { return round_; }
+
+   private:
+    uint64_t round_ = 0;
+    uint32_t rounds_to_leave_alone_ = 0;
+    bool leaving_alone_ = false;
+    double own_expected_ = 0;
+    bool grafts_landing_ = true;
+    uint32_t rounds_since_graft_ask_ = 0;
+};
+
+// An OfferPolicy behind a mutex: the record's policy, shared by every stream.
+class SharedOfferPolicy {
+   public:
+    OfferKind decide(uint32_t match_length, double own_expected_landed,
+                     uint32_t continuation_length = std::numeric_limits<uint32_t>::max()) {
+        std::lock_guard lock(mutex_);
+        return policy_.decide(match_length, own_expected_landed, continuation_length);
+    }
+    void record_outcome(uint32_t match_length, uint32_t drafted, uint32_t landed) {
+        std::lock_guard lock(mutex_);
+        policy_.record_outcome(match_length, drafted, landed);
+    }
+    double expected_landed(uint32_t match_length) const {
+        std::lock_guard lock(mutex_);
+        return policy_.expected_landed(match_length);
+    }
+    LandingSnapshot snapshot() const {
+        std::lock_guard lock(mutex_);
+        return policy_.snapshot();
+    }
+    void reset() {
+        std::lock_guard lock(mutex_);
+        policy_.reset();
+    }
+
+   private:
+    mutable std::mutex mutex_;
+    OfferPolicy policy_;
+};
+
+}  // namespace tf::recall

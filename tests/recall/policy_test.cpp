@@ -1,0 +1,212 @@
+// Landing statistics and the offer policy, driven by scripted landing
+// sequences (recall/policy.h). Every decision is a pure function of the
+// script: no clocks, no randomness.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "recall/policy.h"
+
+namespace tf::recall {
+namespace {
+
+// Seed: "kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more."
+TEST(LandingBuckets, AreMatchesOf16To31And32To63And64OrMore) {
+    EXPECT_EQ(bucket_of(16), MatchBucket::from16to31);
+    EXPECT_EQ(bucket_of(31), MatchBucket::from16to31);
+    EXPECT_EQ(bucket_of(32), MatchBucket::from32to63);
+    EXPECT_EQ(bucket_of(63), MatchBucket::from32to63);
+    EXPECT_EQ(bucket_of(64), MatchBucket::from64);
+    EXPECT_EQ(bucket_of(100000), MatchBucket::from64);
+    EXPECT_STREQ(to_string(MatchBucket::from32to63), "32-63");
+}
+
+// Seed: "The expected tokens come from how the record's earlier copies landed,
+// kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more."
+TEST(OfferPolicyExpectation, ComesFromHowEarlierCopiesLandedKeptApartPerBucket) {
+    OfferPolicy policy;
+    EXPECT_EQ(policy.expected_landed(20), OfferPolicy::kPriorLanded);
+    policy.record_outcome(40, 24, 24);  // 8 + (24 - 8) / 8 = 10
+    EXPECT_DOUBLE_EQ(policy.expected_landed(40), 10.0);
+    policy.record_outcome(50, 24, 0);  // 10 + (0 - 10) / 8 = 8.75
+    EXPECT_DOUBLE_EQ(policy.expected_landed(33), 8.75);
+    EXPECT_DOUBLE_EQ(policy.expected_landed(20), OfferPolicy::kPriorLanded);  // other buckets untouched
+    EXPECT_DOUBLE_EQ(policy.expected_landed(64), OfferPolicy::kPriorLanded);
+    LandingSnapshot s = policy.snapshot();
+    EXPECT_EQ(s.buckets[1].copies_offered, 2u);
+    EXPECT_EQ(s.buckets[1].tokens_drafted, 48u);
+    EXPECT_EQ(s.buckets[1].tokens_landed, 24u);
+    EXPECT_EQ(s.buckets[1].copies_missed, 1u);
+    EXPECT_EQ(s.copies_offered, 2u);
+    EXPECT_EQ(s.tokens_landed, 24u);
+}
+
+// Seed: "A copy is offered when the record's continuation of the stream's last
+// 16 tokens or more is expected to land more tokens than the stream's own
+// drafts have lately."
+TEST(OfferPolicyDecision, OffersACopyExpectedToLandMoreThanTheStreamsOwnDrafts) {
+    OfferPolicy policy;  // a fresh record: the optimistic prior of 8 tokens
+    EXPECT_EQ(policy.decide(16, 0.0), OfferKind::copy);
+    EXPECT_EQ(policy.decide(16, 7.9), OfferKind::copy);
+    EXPECT_EQ(policy.decide(16, 9.0), OfferKind::none);
+    EXPECT_EQ(policy.decide(15, 0.0), OfferKind::none);  // "16 tokens or more"
+    // A copy cannot land more than it drafts.
+    EXPECT_EQ(policy.decide(64, 2.0, 2), OfferKind::none);
+    EXPECT_EQ(policy.decide(64, 2.0, 3), OfferKind::copy);
+    EXPECT_EQ(policy.decide(64, 0.0, 0), OfferKind::none);
+}
+
+// Seed: "The stream's own context is asked first, and wins ties."
+TEST(OfferPolicyDecision, TheStreamsOwnContextWinsTies) {
+    OfferPolicy policy;
+    EXPECT_FALSE(policy.should_offer(40, OfferPolicy::kPriorLanded));
+    EXPECT_FALSE(policy.should_offer(40, 5.0, 5));
+    EXPECT_TRUE(policy.should_offer(40, 5.0, 6));
+}
+
+// Seed: "A copy that misses costs its round the drafts it took the place of."
+// A miss lowers the bucket's expectation, so the streams whose own drafts
+// land well stop giving their rounds to the record first.
+TEST(OfferPolicyDecision, ACopyThatMissesCostsItsRoundTheDraftsItTookThePlaceOf) {
+    OfferPolicy policy;
+    EXPECT_TRUE(policy.should_offer(20, 7.5));
+    policy.record_outcome(20, 16, 0);  // 8 -> 7
+    EXPECT_FALSE(policy.should_offer(20, 7.5)) << "a stream landing 7.5 own tokens no longer gives up its drafts";
+    EXPECT_TRUE(policy.should_offer(20, 6.5));
+    EXPECT_TRUE(policy.should_offer(70, 7.5)) << "other buckets keep their own record";
+}
+
+// Seed: "A record whose copies keep missing stops offering them, apart from a
+// probe that comes rarer while probes miss".
+TEST(OfferPolicyMissing, CopiesThatKeepMissingStopOffersApartFromProbesThatComeRarerWhileTheyMiss) {
+    OfferPolicy policy;
+    for (uint32_t i = 0; i < OfferPolicy::kMissesToStop; ++i) {
+        EXPECT_FALSE(policy.copies_keep_missing());
+        policy.record_outcome(70, 16, 0);
+    }
+    EXPECT_TRUE(policy.copies_keep_missing());
+    // Probes at ask 8, then 16 asks later, then 32, 64: each probe misses.
+    std::vector<int> probe_asks;
+    int ask = 0;
+    for (int probes = 0; probes < 4;) {
+        ++ask;
+        OfferKind kind = policy.decide(70, 0.0);
+        ASSERT_NE(kind, OfferKind::copy) << "ask " << ask;
+        if (kind == OfferKind::probe) {
+            probe_asks.push_back(ask);
+            policy.record_outcome(70, 16, 0);
+            ++probes;
+        }
+    }
+    EXPECT_EQ(probe_asks, (std::vector<int>{8, 24, 56, 120}));
+    EXPECT_EQ(policy.snapshot().probes_offered, 4u);
+    EXPECT_EQ(policy.snapshot().probe_spacing, 128u);
+}
+
+TEST(OfferPolicyMissing, AProbeThatLandsEndsTheSpellAndTheRecordIsTriedAfresh) {
+    OfferPolicy policy;
+    for (uint32_t i = 0; i < OfferPolicy::kMissesToStop; ++i) policy.record_outcome(20, 16, 0);
+    ASSERT_TRUE(policy.copies_keep_missing());
+    int ask = 0;
+    while (policy.decide(20, 1.0) != OfferKind::probe) ASSERT_LT(++ask, 100);
+    policy.record_outcome(20, 16, 12);
+    EXPECT_FALSE(policy.copies_keep_missing());
+    EXPECT_EQ(policy.decide(20, 1.0), OfferKind::copy);
+    EXPECT_GE(policy.expected_landed(20), OfferPolicy::kPriorLanded);
+    EXPECT_EQ(policy.snapshot().probe_spacing, 0u);
+}
+
+TEST(OfferPolicyMissing, ALandingCopyResetsTheMissStreak) {
+    OfferPolicy policy;
+    for (uint32_t i = 0; i + 1 < OfferPolicy::kMissesToStop; ++i) policy.record_outcome(40, 16, 0);
+    policy.record_outcome(40, 16, 1);
+    for (uint32_t i = 0; i + 1 < OfferPolicy::kMissesToStop; ++i) policy.record_outcome(40, 16, 0);
+    EXPECT_FALSE(policy.copies_keep_missing());
+}
+
+// Seed: "The stream's own context is asked first, and wins ties." — probes too.
+TEST(OfferPolicyMissing, AProbeStillLosesToOwnDraftsThatLandAsMuchAsAFreshRecord) {
+    OfferPolicy policy;
+    for (uint32_t i = 0; i < OfferPolicy::kMissesToStop; ++i) policy.record_outcome(40, 16, 0);
+    for (int ask = 0; ask < 1000; ++ask) ASSERT_EQ(policy.decide(40, OfferPolicy::kPriorLanded), OfferKind::none);
+}
+
+TEST(OfferPolicyMissing, ACopyVerifiedAfterTheSpellBeganDoesNotStretchTheProbeSpacing) {
+    OfferPolicy policy;
+    for (uint32_t i = 0; i < OfferPolicy::kMissesToStop; ++i) policy.record_outcome(40, 16, 0);
+    policy.record_outcome(40, 16, 0);  // offered earlier, verified only now: not a probe
+    EXPECT_EQ(policy.snapshot().probe_spacing, OfferPolicy::kFirstProbeSpacing);
+}
+
+TEST(OfferPolicyReset, ForgetsLandingRatesCountersAndTheMissingSpell) {
+    OfferPolicy policy;
+    for (uint32_t i = 0; i < OfferPolicy::kMissesToStop; ++i) policy.record_outcome(40, 16, 0);
+    policy.reset();
+    LandingSnapshot s = policy.snapshot();
+    EXPECT_EQ(s.copies_offered, 0u);
+    EXPECT_FALSE(s.copies_keep_missing);
+    EXPECT_EQ(policy.expected_landed(40), OfferPolicy::kPriorLanded);
+}
+
+// Seed: "a stream whose copy landed nothing leaves the record alone for four rounds."
+TEST(StreamOfferStateLeaveAlone, AStreamWhoseCopyLandedNothingLeavesTheRecordAloneForFourRounds) {
+    StreamOfferState stream;
+    std::string asked;
+    for (int round = 1; round <= 12; ++round) {
+        stream.start_round();
+        asked += stream.may_ask_record() ? 'y' : '.';
+        if (round == 2) stream.record_copy_outcome(0);  // round 2's copy landed nothing
+        if (round == 8) stream.record_copy_outcome(3);  // landed: no pause
+    }
+    EXPECT_EQ(asked, "yy....yyyyyy");
+}
+
+TEST(StreamOfferStateOwnDrafts, TrackWhatTheStreamsOwnDraftsLandedLately) {
+    StreamOfferState stream;
+    EXPECT_EQ(stream.own_expected_landed(), 0.0);
+    stream.record_own_drafts(8);  // 0 + 8/4
+    EXPECT_DOUBLE_EQ(stream.own_expected_landed(), 2.0);
+    stream.record_own_drafts(0);  // 2 - 2/4
+    EXPECT_DOUBLE_EQ(stream.own_expected_landed(), 1.5);
+}
+
+// Seed: "Grafted lanes ask the record each round while its grafts land, and
+// every eighth round otherwise."
+TEST(StreamOfferStateGrafted, AskEachRoundWhileGraftsLandAndEveryEighthRoundOtherwise) {
+    StreamOfferState stream;
+    std::string asked;
+    for (int round = 1; round <= 30; ++round) {
+        stream.start_round();
+        bool ask = stream.grafted_may_ask();
+        asked += ask ? 'y' : '.';
+        if (!ask) continue;
+        // Grafts land in rounds 1-3, then miss until round 19, then land again.
+        stream.record_graft_outcome(round <= 3 || round >= 19 ? 4 : 0);
+    }
+    EXPECT_EQ(asked, "yyyy.......y.......yyyyyyyyyyy");
+    EXPECT_EQ(asked.substr(0, 4), "yyyy");         // landing in 1-3; round 4 asks, misses
+    EXPECT_EQ(asked.substr(4, 7), ".......");      // rounds 5-11 leave it
+    EXPECT_EQ(asked[11], 'y');                     // round 12: the eighth round
+    EXPECT_EQ(asked.substr(12, 7), ".......");
+    EXPECT_EQ(asked[19], 'y');                     // round 20 lands again...
+    EXPECT_EQ(asked.substr(20), std::string(10, 'y'));  // ...so every round after
+}
+
+TEST(SharedOfferPolicyThreads, OutcomesFromManyStreamsAllCount) {
+    SharedOfferPolicy policy;
+    std::vector<std::thread> streams;
+    for (int t = 0; t < 4; ++t) {
+        streams.emplace_back([&] {
+            for (int i = 0; i < 1000; ++i) {
+                policy.decide(40, 1.0);
+                policy.record_outcome(40, 4, 2);
+            }
+        });
+    }
+    for (std::thread& t : streams) t.join();
+    EXPECT_EQ(policy.snapshot().copies_offered, 4000u);
+    EXPECT_EQ(policy.snapshot().tokens_landed, 8000u);
+}
+
+}  // namespace
+}  // namespace tf::recall
