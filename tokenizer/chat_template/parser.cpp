@@ -1,0 +1,673 @@
+// Lexing (with Jinja's whitespace control, trim_blocks and lstrip_blocks as
+// transformers enables them) and recursive-descent parsing, following the
+// operator precedence of jinja2/parser.py.
+#include <algorithm>
+#include <cctype>
+
+#include "tokenizer/chat_template/ast.h"
+#include "tokenizer/error.h"
+
+namespace tf::tokenizer::chat {
+
+namespace {
+
+[[noreturn]] void fail(int line, const std::string& what) {
+    throw TokenizerError("chat template line " + std::to_string(line) + ": " + what);
+}
+
+// ---- first pass: text and tags --------------------------------------------
+
+struct Tag {
+    enum class Kind { text, expression, statement } kind = Kind::text;
+    std::string content;
+    int line = 1;
+};
+
+int line_at(const std::string& s, size_t at) {
+    int line = 1;
+    for (size_t i = 0; i < at && i < s.size(); ++i) line += s[i] == '\n';
+    return line;
+}
+
+std::vector<Tag> split_tags(std::string source) {
+    if (!source.empty() && source.back() == '\n') source.pop_back();  // keep_trailing_newline=False
+    std::vector<Tag> tags;
+    bool trim_next_newline = false, strip_next_whitespace = false;
+    size_t at = 0;
+    while (at <= source.size()) {
+        size_t open = source.find('{', at);
+        while (open != std::string::npos && open + 1 < source.size() && source[open + 1] != '{' &&
+               source[open + 1] != '%' && source[open + 1] != '#') {
+            open = source.find('{', open + 1);
+        }
+        if (open != std::string::npos && open + 1 >= source.size()) open = std::string::npos;
+        std::string text = source.substr(at, open == std::string::npos ? std::string::npos : open - at);
+
+        char kind = 0, left = 0;
+        if (open != std::string::npos) {
+            kind = source[open + 1];
+            left = open + 2 < source.size() ? source[open + 2] : 0;
+        }
+        // Whitespace control on the text before this tag.
+        if (strip_next_whitespace) {
+            size_t k = 0;
+            while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+            text.erase(0, k);
+        } else if (trim_next_newline) {
+            if (text.rfind("\r\n", 0) == 0) {
+                text.erase(0, 2);
+            } else if (!text.empty() && text[0] == '\n') {
+                text.erase(0, 1);
+            }
+        }
+        if (kind != 0) {
+            if (left == '-') {
+                while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+            } else if ((kind == '%' || kind == '#') && left != '+') {
+                // lstrip_blocks: spaces and tabs between a line start and a block tag go.
+                size_t k = open;
+                while (k > 0 && (source[k - 1] == ' ' || source[k - 1] == '\t')) --k;
+                if (k == 0 || source[k - 1] == '\n') text.erase(text.size() - std::min(open - k, text.size()));
+            }
+        }
+        if (!text.empty()) tags.push_back({Tag::Kind::text, text, line_at(source, at)});
+        if (kind == 0) break;
+
+        const char* close = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
+        const size_t end = source.find(close, open + 2);
+        if (end == std::string::npos) fail(line_at(source, open), std::string("'{") + kind + "' is never closed");
+        size_t inner_begin = open + 2, inner_end = end;
+        if (inner_begin < inner_end && (source[inner_begin] == '-' || source[inner_begin] == '+')) ++inner_begin;
+        const bool strip_after = inner_end > inner_begin && source[inner_end - 1] == '-';
+        if (strip_after || (inner_end > inner_begin && source[inner_end - 1] == '+')) --inner_end;
+        std::string content = source.substr(inner_begin, inner_end - inner_begin);
+
+        if (kind == '%') {
+            // {% raw %}...{% endraw %} is text.
+            size_t k = 0;
+            while (k < content.size() && std::isspace(static_cast<unsigned char>(content[k]))) ++k;
+            if (content.compare(k, 3, "raw") == 0 && content.find_first_not_of(" \t\r\n", k + 3) == std::string::npos) {
+                size_t search = end + 2;
+                for (;;) {
+                    const size_t tag = source.find("{%", search);
+                    if (tag == std::string::npos) fail(line_at(source, open), "'{% raw %}' is never closed");
+                    size_t p = tag + 2;
+                    if (p < source.size() && (source[p] == '-' || source[p] == '+')) ++p;
+                    while (p < source.size() && std::isspace(static_cast<unsigned char>(source[p]))) ++p;
+                    if (source.compare(p, 6, "endraw") == 0) {
+                        tags.push_back({Tag::Kind::text, source.substr(end + 2, tag - end - 2), line_at(source, end)});
+                        const size_t close_raw = source.find("%}", p);
+                        if (close_raw == std::string::npos) fail(line_at(source, tag), "'{% endraw' is never closed");
+                        at = close_raw + 2;
+                        break;
+                    }
+                    search = tag + 2;
+                }
+                trim_next_newline = true;
+                strip_next_whitespace = source[at - 3] == '-';
+                continue;
+            }
+        }
+        if (kind != '#') {
+            tags.push_back({kind == '{' ? Tag::Kind::expression : Tag::Kind::statement, content, line_at(source, open)});
+        }
+        strip_next_whitespace = strip_after;
+        trim_next_newline = kind != '{';
+        at = end + 2;
+    }
+    return tags;
+}
+
+// ---- second pass: tokens of one tag ----------------------------------------
+
+struct Token {
+    enum class Kind { name, string, integer, number, op, end } kind = Kind::end;
+    std::string text;
+};
+
+std::vector<Token> lex(const std::string& s, int line) {
+    std::vector<Token> out;
+    size_t i = 0;
+    while (i < s.size()) {
+        const char c = s[i];
+        if (std::isspace(static_cast<unsigned char>(c))) {
+            ++i;
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            size_t j = i;
+            while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+            out.push_back({Token::Kind::name, s.substr(i, j - i)});
+            i = j;
+        } else if (std::isdigit(static_cast<unsigned char>(c))) {
+            size_t j = i;
+            bool is_float = false;
+            while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+            if (j + 1 < s.size() && s[j] == '.' && std::isdigit(static_cast<unsigned char>(s[j + 1]))) {
+                is_float = true;
+                ++j;
+                while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+            }
+            std::string digits;
+            for (size_t k = i; k < j; ++k) {
+                if (s[k] != '_') digits.push_back(s[k]);
+            }
+            out.push_back({is_float ? Token::Kind::number : Token::Kind::integer, digits});
+            i = j;
+        } else if (c == '\'' || c == '"') {
+            std::string text;
+            size_t j = i + 1;
+            for (; j < s.size() && s[j] != c; ++j) {
+                if (s[j] == '\\' && j + 1 < s.size()) {
+                    const char e = s[++j];
+                    switch (e) {
+                        case 'n': text.push_back('\n'); break;
+                        case 't': text.push_back('\t'); break;
+                        case 'r': text.push_back('\r'); break;
+                        case '\\': text.push_back('\\'); break;
+                        case '\'': text.push_back('\''); break;
+                        case '"': text.push_back('"'); break;
+                        default: text.push_back('\\'); text.push_back(e);
+                    }
+                } else {
+                    text.push_back(s[j]);
+                }
+            }
+            if (j >= s.size()) fail(line, "a string literal is never closed");
+            out.push_back({Token::Kind::string, text});
+            i = j + 1;
+        } else {
+            static const char* ops[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">", "=",
+                                        "(", ")", "[", "]", "{", "}", ",", ".", ":", "|"};
+            bool found = false;
+            for (const char* op : ops) {
+                const std::string_view o(op);
+                if (s.compare(i, o.size(), o) == 0) {
+                    out.push_back({Token::Kind::op, std::string(o)});
+                    i += o.size();
+                    found = true;
+                    break;
+                }
+            }
+            if (!found) fail(line, std::string("unexpected character '") + c + "'");
+        }
+    }
+    out.push_back({Token::Kind::end, ""});
+    return out;
+}
+
+// ---- expressions -------------------------------------------------------------
+
+class ExprParser {
+public:
+    ExprParser(std::vector<Token> tokens, int line) : t_(std::move(tokens)), line_(line) {}
+
+    bool at_end() const { return t_[p_].kind == Token::Kind::end; }
+    bool peek_name(const char* n, size_t ahead = 0) const {
+        return p_ + ahead < t_.size() && t_[p_ + ahead].kind == Token::Kind::name && t_[p_ + ahead].text == n;
+    }
+    bool peek_op(const char* o) const { return t_[p_].kind == Token::Kind::op && t_[p_].text == o; }
+    bool accept_name(const char* n) { return peek_name(n) ? (++p_, true) : false; }
+    bool accept_op(const char* o) { return peek_op(o) ? (++p_, true) : false; }
+    void expect_op(const char* o) {
+        if (!accept_op(o)) fail(line_, std::string("expected '") + o + "', got '" + t_[p_].text + "'");
+    }
+    std::string expect_name() {
+        if (t_[p_].kind != Token::Kind::name) fail(line_, "expected a name, got '" + t_[p_].text + "'");
+        return t_[p_++].text;
+    }
+    void expect_end() {
+        if (!at_end()) fail(line_, "unexpected '" + t_[p_].text + "'");
+    }
+
+    // expression: a ternary, or a tuple when commas follow (for `a, b` in set/for values)
+    ExprPtr expression() {
+        ExprPtr e = ternary();
+        if (!peek_op(",")) return e;
+        auto tuple = make(Expr::Kind::tuple);
+        tuple->kids.push_back(e);
+        while (accept_op(",")) {
+            if (at_end() || peek_op(")")) break;
+            tuple->kids.push_back(ternary());
+        }
+        return tuple;
+    }
+
+    ExprPtr ternary() {
+        ExprPtr e = or_expr();
+        while (peek_name("if")) {
+            ++p_;
+            auto t = make(Expr::Kind::ternary);
+            t->kids = {or_expr(), e};
+            t->kids.push_back(accept_name("else") ? ternary() : literal(Value()));
+            e = t;
+        }
+        return e;
+    }
+
+    ExprPtr or_expression() { return or_expr(); }
+
+private:
+    std::shared_ptr<Expr> make(Expr::Kind k) {
+        auto e = std::make_shared<Expr>();
+        e->kind = k;
+        e->line = line_;
+        return e;
+    }
+    ExprPtr literal(Value v) {
+        auto e = make(Expr::Kind::literal);
+        e->literal = std::move(v);
+        return e;
+    }
+    ExprPtr binary(std::string op, ExprPtr a, ExprPtr b) {
+        auto e = make(Expr::Kind::binary);
+        e->name = std::move(op);
+        e->kids = {std::move(a), std::move(b)};
+        return e;
+    }
+    ExprPtr or_expr() {
+        ExprPtr e = and_expr();
+        while (accept_name("or")) e = binary("or", e, and_expr());
+        return e;
+    }
+    ExprPtr and_expr() {
+        ExprPtr e = not_expr();
+        while (accept_name("and")) e = binary("and", e, not_expr());
+        return e;
+    }
+    ExprPtr not_expr() {
+        if (accept_name("not")) {
+            auto e = make(Expr::Kind::unary);
+            e->name = "not";
+            e->kids = {not_expr()};
+            return e;
+        }
+        return compare();
+    }
+    ExprPtr compare() {
+        ExprPtr e = add();
+        for (;;) {
+            static const char* ops[] = {"==", "!=", "<=", ">=", "<", ">"};
+            bool matched = false;
+            for (const char* op : ops) {
+                if (accept_op(op)) {
+                    e = binary(op, e, add());
+                    matched = true;
+                    break;
+                }
+            }
+            if (matched) continue;
+            if (accept_name("in")) {
+                e = binary("in", e, add());
+            } else if (peek_name("not") && peek_name("in", 1)) {
+                p_ += 2;
+                e = binary("not in", e, add());
+            } else {
+                return e;
+            }
+        }
+    }
+    ExprPtr add() {
+        ExprPtr e = concat();
+        for (;;) {
+            if (accept_op("+")) {
+                e = binary("+", e, concat());
+            } else if (accept_op("-")) {
+                e = binary("-", e, concat());
+            } else {
+                return e;
+            }
+        }
+    }
+    ExprPtr concat() {
+        ExprPtr e = mul();
+        while (accept_op("~")) e = binary("~", e, mul());
+        return e;
+    }
+    ExprPtr mul() {
+        ExprPtr e = pow();
+        for (;;) {
+            const char* op = peek_op("*") ? "*" : peek_op("//") ? "//" : peek_op("/") ? "/" : peek_op("%") ? "%" : nullptr;
+            if (op == nullptr) return e;
+            ++p_;
+            e = binary(op, e, pow());
+        }
+    }
+    ExprPtr pow() {
+        ExprPtr e = unary();
+        while (accept_op("**")) e = binary("**", e, unary());
+        return e;
+    }
+    ExprPtr unary() {
+        if (peek_op("-") || peek_op("+")) {
+            auto e = make(Expr::Kind::unary);
+            e->name = t_[p_++].text;
+            e->kids = {unary()};
+            return filters(e);
+        }
+        return filters(postfix(primary()));
+    }
+    void call_args(Expr& e) {
+        while (!accept_op(")")) {
+            if (t_[p_].kind == Token::Kind::name && t_[p_ + 1].kind == Token::Kind::op && t_[p_ + 1].text == "=") {
+                std::string key = t_[p_].text;
+                p_ += 2;
+                e.kwargs.emplace_back(std::move(key), ternary());
+            } else {
+                e.kids.push_back(ternary());
+            }
+            if (!accept_op(",")) {
+                expect_op(")");
+                break;
+            }
+        }
+    }
+    ExprPtr postfix(ExprPtr e) {
+        for (;;) {
+            if (accept_op(".")) {
+                auto a = make(Expr::Kind::attribute);
+                a->name = expect_name();
+                a->kids = {e};
+                e = a;
+            } else if (accept_op("[")) {
+                ExprPtr parts[3];
+                bool is_slice = false;
+                for (int k = 0; k < 3; ++k) {
+                    if (!peek_op(":") && !peek_op("]")) parts[k] = ternary();
+                    if (k < 2 && accept_op(":")) {
+                        is_slice = true;
+                    } else {
+                        break;
+                    }
+                }
+                expect_op("]");
+                auto x = make(is_slice ? Expr::Kind::slice : Expr::Kind::index);
+                x->kids = {e, parts[0], parts[1], parts[2]};
+                if (!is_slice && !parts[0]) fail(line_, "empty subscript []");
+                e = x;
+            } else if (accept_op("(")) {
+                auto c = make(Expr::Kind::call);
+                c->kids = {e};
+                call_args(*c);
+                e = c;
+            } else {
+                return e;
+            }
+        }
+    }
+    ExprPtr filters(ExprPtr e) {
+        for (;;) {
+            if (accept_op("|")) {
+                auto f = make(Expr::Kind::filter);
+                f->name = expect_name();
+                f->kids = {e};
+                if (accept_op("(")) call_args(*f);
+                e = f;
+            } else if (accept_name("is")) {
+                auto t = make(Expr::Kind::test);
+                t->negate = accept_name("not");
+                if (t_[p_].kind == Token::Kind::op && (t_[p_].text == "==" || t_[p_].text == "!=")) {
+                    t->name = t_[p_++].text == "==" ? "eq" : "ne";
+                } else {
+                    t->name = expect_name();
+                }
+                t->kids = {e};
+                if (accept_op("(")) {
+                    call_args(*t);
+                } else if (!at_end() && (t_[p_].kind == Token::Kind::string || t_[p_].kind == Token::Kind::integer ||
+                                         t_[p_].kind == Token::Kind::number ||
+                                         (t_[p_].kind == Token::Kind::name && !peek_name("and") && !peek_name("or") &&
+                                          !peek_name("else") && !peek_name("if") && !peek_name("in") && !peek_name("not")))) {
+                    t->kids.push_back(postfix(primary()));  // `is divisibleby 3`, `is sameas x`
+                }
+                e = t;
+            } else {
+                return e;
+            }
+        }
+    }
+    ExprPtr primary() {
+        const Token tok = t_[p_];
+        switch (tok.kind) {
+            case Token::Kind::string: {
+                ++p_;
+                std::string text = tok.text;
+                while (t_[p_].kind == Token::Kind::string) text += t_[p_++].text;  // "a" "b" concatenates
+                return literal(Value::string(text));
+            }
+            case Token::Kind::integer: ++p_; return literal(Value::integer(std::stoll(tok.text)));
+            case Token::Kind::number: ++p_; return literal(Value::number(std::stod(tok.text)));
+            case Token::Kind::name: {
+                ++p_;
+                if (tok.text == "true" || tok.text == "True") return literal(Value::boolean(true));
+                if (tok.text == "false" || tok.text == "False") return literal(Value::boolean(false));
+                if (tok.text == "none" || tok.text == "None") return literal(Value::none());
+                auto n = make(Expr::Kind::name);
+                n->name = tok.text;
+                return n;
+            }
+            case Token::Kind::op:
+                if (accept_op("(")) {
+                    if (accept_op(")")) return make(Expr::Kind::tuple);
+                    ExprPtr e = expression();
+                    expect_op(")");
+                    return e;
+                }
+                if (accept_op("[")) {
+                    auto l = make(Expr::Kind::list);
+                    while (!accept_op("]")) {
+                        l->kids.push_back(ternary());
+                        if (!accept_op(",")) {
+                            expect_op("]");
+                            break;
+                        }
+                    }
+                    return l;
+                }
+                if (accept_op("{")) {
+                    auto d = make(Expr::Kind::dict);
+                    while (!accept_op("}")) {
+                        d->kids.push_back(ternary());
+                        expect_op(":");
+                        d->kids.push_back(ternary());
+                        if (!accept_op(",")) {
+                            expect_op("}");
+                            break;
+                        }
+                    }
+                    return d;
+                }
+                break;
+            case Token::Kind::end: fail(line_, "the expression ends too early");
+        }
+        fail(line_, "unexpected '" + tok.text + "'");
+    }
+
+    std::vector<Token> t_;
+    size_t p_ = 0;
+    int line_;
+};
+
+// ---- statements --------------------------------------------------------------
+
+class Parser {
+public:
+    explicit Parser(std::vector<Tag> tags) : tags_(std::move(tags)) {}
+
+    Body parse_all() {
+        std::string stop;
+        Body body = block({}, stop);
+        if (!stop.empty()) fail(tags_[pos_ - 1].line, "'{% " + stop + " %}' without a matching opening tag");
+        return body;
+    }
+
+private:
+    // Parses nodes until one of `stops` (an end/else tag) or the end; returns
+    // which stop was met in `stop` (empty at the end) with its parser.
+    Body block(const std::vector<std::string>& stops, std::string& stop) {
+        Body body;
+        while (pos_ < tags_.size()) {
+            const Tag& tag = tags_[pos_++];
+            if (tag.kind == Tag::Kind::text) {
+                auto n = node(Node::Kind::text, tag.line);
+                n->text = tag.content;
+                body.push_back(n);
+                continue;
+            }
+            ExprParser p(lex(tag.content, tag.line), tag.line);
+            if (tag.kind == Tag::Kind::expression) {
+                auto n = node(Node::Kind::output, tag.line);
+                n->expr = p.expression();
+                p.expect_end();
+                body.push_back(n);
+                continue;
+            }
+            const std::string keyword = p.expect_name();
+            for (const std::string& s : stops) {
+                if (keyword == s) {
+                    stop = keyword;
+                    current_ = std::make_unique<ExprParser>(std::move(p));
+                    return body;
+                }
+            }
+            body.push_back(statement(keyword, p, tag.line));
+        }
+        stop.clear();
+        return body;
+    }
+
+    void require(const std::string& stop, const char* wanted, int line) {
+        if (stop.empty()) fail(line, std::string("missing '{% ") + wanted + " %}'");
+    }
+
+    NodePtr statement(const std::string& keyword, ExprParser& p, int line) {
+        if (keyword == "if") {
+            auto n = node(Node::Kind::if_chain, line);
+            ExprPtr condition = p.expression();
+            p.expect_end();
+            for (;;) {
+                std::string stop;
+                Body body = block({"elif", "else", "endif"}, stop);
+                require(stop, "endif", line);
+                n->branches.emplace_back(condition, std::move(body));
+                if (stop == "endif") break;
+                if (stop == "elif") {
+                    condition = current_->expression();
+                    current_->expect_end();
+                } else {
+                    current_->expect_end();
+                    std::string end;
+                    Body else_body = block({"endif"}, end);
+                    require(end, "endif", line);
+                    n->branches.emplace_back(nullptr, std::move(else_body));
+                    break;
+                }
+            }
+            return n;
+        }
+        if (keyword == "for") {
+            auto n = node(Node::Kind::for_loop, line);
+            n->names.push_back(p.expect_name());
+            while (p.accept_op(",")) n->names.push_back(p.expect_name());
+            if (!p.accept_name("in")) fail(line, "expected 'in' in the for statement");
+            n->expr = p.or_expression();  // jinja2: the iterable is no conditional expression
+            if (p.accept_name("if")) n->condition = p.ternary();
+            if (p.accept_name("recursive")) fail(line, "recursive for loops are not supported");
+            p.expect_end();
+            std::string stop;
+            n->body = block({"else", "endfor"}, stop);
+            require(stop, "endfor", line);
+            if (stop == "else") {
+                current_->expect_end();
+                n->else_body = block({"endfor"}, stop);
+                require(stop, "endfor", line);
+            }
+            return n;
+        }
+        if (keyword == "set") {
+            // {% set x = v %}, {% set a, b = v %}, {% set ns.x = v %}, or {% set x %}...{% endset %}
+            std::string first = p.expect_name();
+            if (p.accept_op(".")) {
+                auto n = node(Node::Kind::set, line);
+                auto target = std::make_shared<Expr>();
+                target->kind = Expr::Kind::attribute;
+                target->name = p.expect_name();
+                auto object = std::make_shared<Expr>();
+                object->kind = Expr::Kind::name;
+                object->name = first;
+                target->kids = {object};
+                n->target = target;
+                p.expect_op("=");
+                n->expr = p.expression();
+                p.expect_end();
+                return n;
+            }
+            std::vector<std::string> names{first};
+            while (p.accept_op(",")) names.push_back(p.expect_name());
+            if (p.at_end() && names.size() == 1) {
+                auto n = node(Node::Kind::set_block, line);
+                n->names = names;
+                std::string stop;
+                n->body = block({"endset"}, stop);
+                require(stop, "endset", line);
+                return n;
+            }
+            auto n = node(Node::Kind::set, line);
+            n->names = names;
+            p.expect_op("=");
+            n->expr = p.expression();
+            p.expect_end();
+            return n;
+        }
+        if (keyword == "macro") {
+            auto n = node(Node::Kind::macro, line);
+            n->text = p.expect_name();
+            p.expect_op("(");
+            while (!p.accept_op(")")) {
+                std::string name = p.expect_name();
+                ExprPtr fallback;
+                if (p.accept_op("=")) fallback = p.ternary();
+                n->params.emplace_back(std::move(name), fallback);
+                if (!p.accept_op(",")) {
+                    p.expect_op(")");
+                    break;
+                }
+            }
+            p.expect_end();
+            std::string stop;
+            n->body = block({"endmacro"}, stop);
+            require(stop, "endmacro", line);
+            return n;
+        }
+        if (keyword == "generation") {  // transformers' assistant-mask marker: renders its body
+            auto n = node(Node::Kind::if_chain, line);
+            std::string stop;
+            Body body = block({"endgeneration"}, stop);
+            require(stop, "endgeneration", line);
+            auto always = std::make_shared<Expr>();
+            always->literal = Value::boolean(true);
+            n->branches.emplace_back(always, std::move(body));
+            return n;
+        }
+        if (keyword == "break" || keyword == "continue") {
+            p.expect_end();
+            return node(keyword == "break" ? Node::Kind::break_loop : Node::Kind::continue_loop, line);
+        }
+        fail(line, "'{% " + keyword + " %}' is not supported (supported: if, for, set, macro, generation, break, continue, raw)");
+    }
+
+    std::shared_ptr<Node> node(Node::Kind kind, int line) {
+        auto n = std::make_shared<Node>();
+        n->kind = kind;
+        n->line = line;
+        return n;
+    }
+
+    std::vector<Tag> tags_;
+    size_t pos_ = 0;
+    std::unique_ptr<ExprParser> current_;  // the parser of the stop tag last met
+};
+
+}  // namespace
+
+Body parse_template(const std::string& source) { return Parser(split_tags(source)).parse_all(); }
+
+}  // namespace tf::tokenizer::chat
