@@ -121,6 +121,38 @@ std::string finish_serve(ServerConfig& c, const ServeFlags& f, const std::string
     return {};
 }
 
+// The flags of `tokenize` (tools/tokenize_command.cpp runs it).
+struct TokenizeFlags {
+    std::string model;
+};
+
+CLI::App* add_tokenize(CLI::App& app, TokenizeOptions& t, TokenizeFlags& f) {
+    CLI::App* tokenize = app.add_subcommand(
+        "tokenize", "Read UTF-8 text on stdin and print its token ids as a JSON array (the model's tokenizer.json)");
+    tokenize->add_option("MODEL", f.model, "Local Hugging Face model directory; default: the embedded models/tinycode")
+        ->check(CLI::ExistingDirectory);
+    CLI::Option* decode = tokenize->add_flag("--decode", t.decode, "Read a JSON array of ids and print their text");
+    tokenize->add_flag("--chat", t.chat,
+                       "Read a JSON array of messages, render it with the chat template (add_generation_prompt), "
+                       "then print the ids")
+        ->excludes(decode);
+    return tokenize;
+}
+
+std::string finish_tokenize(TokenizeOptions& t, const TokenizeFlags& f, const std::string& executable) {
+    if (!f.model.empty()) {
+        std::error_code ec;
+        std::filesystem::path canonical = std::filesystem::weakly_canonical(f.model, ec);
+        t.model_dir = ec ? f.model : canonical.string();
+    } else if (auto found = find_default_model_dir(executable)) {
+        t.model_dir = found->string();
+    } else {
+        return "no MODEL given and the embedded model models/" + std::string(kDefaultModelName) +
+               " was not found; pass a Hugging Face model directory as MODEL";
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string check_recall_gib(const std::string& text) {
@@ -146,6 +178,8 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, const std:
     ParseOutcome outcome;
     ServeFlags serve_flags;
     CLI::App* serve = add_serve(app, outcome.command.serve, serve_flags);
+    TokenizeFlags tokenize_flags;
+    CLI::App* tokenize = add_tokenize(app, outcome.command.tokenize, tokenize_flags);
 
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops arguments from the back
     try {
@@ -162,6 +196,16 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, const std:
         if (std::string error = finish_serve(outcome.command.serve, serve_flags, executable); !error.empty()) {
             outcome.exit_code = 2;
             outcome.message = "tensorfold serve: " + error + "\n";
+            return outcome;
+        }
+        outcome.run = true;
+        return outcome;
+    }
+    if (tokenize->parsed()) {
+        outcome.command.subcommand = Subcommand::tokenize;
+        if (std::string error = finish_tokenize(outcome.command.tokenize, tokenize_flags, executable); !error.empty()) {
+            outcome.exit_code = 2;
+            outcome.message = "tensorfold tokenize: " + error + "\n";
             return outcome;
         }
         outcome.run = true;

@@ -10,11 +10,19 @@
 
 namespace tf::config {
 
-enum class Subcommand { none, serve };
+enum class Subcommand { none, serve, tokenize };
+
+// `tensorfold tokenize [MODEL] [--decode | --chat]` (tools/tokenize_command.cpp).
+struct TokenizeOptions {
+    std::string model_dir;
+    bool decode = false;  // stdin: a JSON array of ids; stdout: the text
+    bool chat = false;    // stdin: a JSON array of messages, rendered by the chat template first
+};
 
 struct CommandLine {
     Subcommand subcommand = Subcommand::none;
     ServerConfig serve;
+    TokenizeOptions tokenize;
 };
 
 // What parsing decided: run `command`, or print `message` and exit with

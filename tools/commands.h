@@ -2,10 +2,12 @@
 // code and runs on the main thread.
 #pragma once
 
+#include "config/command_line.h"
 #include "config/server_config.h"
 
 namespace tf::tools {
 
 int serve_command(const config::ServerConfig& config);
+int tokenize_command(const config::TokenizeOptions& options);
 
 }  // namespace tf::tools
