@@ -132,7 +132,7 @@ TEST(ChatTemplate, ConstructsOutsideTheSubsetFailClearly) {
 }
 
 TEST(ChatTemplate, AMissingTemplateIsAClearError) {
-    const Tokenizer tok = Tokenizer::load(testing::npm_model_dir("llama2"));  // its config has no chat_template
+    const Tokenizer tok = testing::load_model("llama2");  // its config has no chat_template
     EXPECT_FALSE(tok.has_chat_template());
     try {
         tok.render_chat({});

@@ -36,7 +36,7 @@ TEST(Detokenizer, HoldsBackACharacterSplitAcrossTokensUntilItIsComplete) {
 
 TEST(Detokenizer, EveryChunkIsValidUtf8AndTheChunksJoinToDecode) {
     for (const std::string name : {"tinycode", "llama2", "llama3", "qwen3"}) {
-        const Tokenizer tok = Tokenizer::load(testing::model_dir(name));
+        const Tokenizer tok = testing::load_model(name);
         const auto records = testing::read_jsonl(testing::fixtures_dir() / ("encode_" + name + ".jsonl"));
         ASSERT_FALSE(records.empty());
         for (size_t k = 0; k < records.size(); k += 3) {
@@ -77,7 +77,7 @@ TEST(Detokenizer, SkipsSpecialTokensWhenAsked) {
 }
 
 TEST(Detokenizer, Llama2StripsTheLeadingSpaceOnlyAtTheStartOfText) {
-    const Tokenizer tok = Tokenizer::load(testing::npm_model_dir("llama2"));
+    const Tokenizer tok = testing::load_model("llama2");
     const std::vector<TokenId> ids = tok.encode("Hello world");
     EXPECT_EQ(stream(tok, ids), "Hello world");
     Detokenizer continuation(tok, true, /*continuation=*/true);
@@ -87,7 +87,7 @@ TEST(Detokenizer, Llama2StripsTheLeadingSpaceOnlyAtTheStartOfText) {
 }
 
 TEST(Detokenizer, Llama3CleanUpSpacesMatchesDecodeEvenWhenAPatternSpansTokens) {
-    const Tokenizer tok = Tokenizer::load(testing::npm_model_dir("llama3"));  // clean_up_tokenization_spaces: true
+    const Tokenizer tok = testing::load_model("llama3");  // clean_up_tokenization_spaces: true
     for (const std::string text : {"a . b", "it ' s", "do n't stop", "x ,y ?z !", "we 're here , ok", "end .", "a b c d "}) {
         const std::vector<TokenId> ids = tok.encode(text);
         EXPECT_EQ(stream(tok, ids), tok.decode(ids)) << text;

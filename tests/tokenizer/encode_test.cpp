@@ -54,7 +54,7 @@ TEST(TokenizerEncode, NonSpecialAddedTokensMatchEvenWhenSpecialOnesAreNotAllowed
 }
 
 TEST(TokenizerEncode, Llama2AddsItsBosOnlyWhenAskedForSpecialTokens) {
-    const Tokenizer tok = Tokenizer::load(testing::npm_model_dir("llama2"));
+    const Tokenizer tok = testing::load_model("llama2");
     EXPECT_NE(tok.encode("Hello").front(), 1u);
     EXPECT_EQ(tok.encode("Hello", true, true).front(), 1u);
     EXPECT_EQ(tok.special_ids().bos, std::optional<TokenId>(1));
@@ -62,7 +62,7 @@ TEST(TokenizerEncode, Llama2AddsItsBosOnlyWhenAskedForSpecialTokens) {
 }
 
 TEST(TokenizerEncode, Llama2FallsBackToBytesForCharactersOutsideItsVocabulary) {
-    const Tokenizer tok = Tokenizer::load(testing::npm_model_dir("llama2"));
+    const Tokenizer tok = testing::load_model("llama2");
     const std::vector<TokenId> ids = tok.encode("𝄞");  // U+1D11E, four bytes, not in the vocabulary
     ASSERT_EQ(ids.size(), 5u);  // "▁" then <0xF0> <0x9D> <0x84> <0x9E>
     EXPECT_EQ(tok.token_to_piece(ids[1]), "\xF0");
@@ -70,12 +70,12 @@ TEST(TokenizerEncode, Llama2FallsBackToBytesForCharactersOutsideItsVocabulary) {
 }
 
 TEST(TokenizerEncode, LongWhitespaceRunsAndLongWordsEncodeAndRoundTrip) {
-    const Tokenizer tok = Tokenizer::load(testing::npm_model_dir("qwen3"));
+    const Tokenizer tok = testing::load_model("qwen3");
     const std::string spaces(100000, ' ');
     const std::string word(50000, 'x');
     EXPECT_EQ(tok.decode(tok.encode(spaces + "a")), spaces + "a");
     EXPECT_EQ(tok.decode(tok.encode(word)), word);
-    const Tokenizer llama2 = Tokenizer::load(testing::npm_model_dir("llama2"));
+    const Tokenizer llama2 = testing::load_model("llama2");
     EXPECT_EQ(llama2.decode(llama2.encode(word + " " + spaces)), word + " " + spaces);
 }
 

@@ -128,7 +128,7 @@ TEST(TokenizerFuzz, MutatedTinycodeFilesLoadOrFailCleanly) {
 TEST(TokenizerFuzz, RandomBytesEncodeOrAreRejectedAsNotUtf8) {
     std::mt19937_64 rng(99);
     for (const std::string name : {"tinycode", "llama2"}) {
-        const Tokenizer tok = Tokenizer::load(testing::model_dir(name));
+        const Tokenizer tok = testing::load_model(name);
         for (int round = 0; round < 3000; ++round) {
             std::string bytes(rng() % 64, '\0');
             for (char& c : bytes) c = static_cast<char>(rng() % 4 == 0 ? rng() : "ab <|>\n\xC3\xA9\xE2\x96\x81"[rng() % 12]);

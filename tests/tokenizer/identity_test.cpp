@@ -78,8 +78,8 @@ TEST(TokenizerIdentity, ChangesWithAnyTokenMergeOrAddedToken) {
 
 TEST(TokenizerIdentity, DiffersBetweenDifferentTokenizers) {
     EXPECT_NE(Tokenizer::load(testing::tinycode_dir()).identity().digest_hex,
-              Tokenizer::load(testing::npm_model_dir("qwen3")).identity().digest_hex);
-    EXPECT_EQ(Tokenizer::load(testing::npm_model_dir("qwen3")).vocab_size(), 151669u);
+              testing::load_model("qwen3").identity().digest_hex);
+    EXPECT_EQ(testing::load_model("qwen3").vocab_size(), 151669u);
 }
 
 }  // namespace

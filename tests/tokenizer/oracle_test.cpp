@@ -20,7 +20,7 @@ std::string show(const std::string& text) { return nlohmann::json(text).dump(); 
 size_t check_encode_fixture(const std::string& name) {
     const auto records = read_jsonl(fixtures_dir() / ("encode_" + name + ".jsonl"));
     EXPECT_GE(records.size(), 2000u) << "fixture encode_" << name << ".jsonl is missing or short";
-    const Tokenizer tok = Tokenizer::load(model_dir(name));
+    const Tokenizer tok = testing::load_model(name);
     size_t failures = 0;
     for (const auto& r : records) {
         const std::string text = r["text"].get<std::string>();
@@ -51,7 +51,7 @@ TEST(TokenizerOracle, Llama2EncodesAndDecodesLikeTransformersJs) { check_encode_
 void check_chat_fixture(const std::string& name) {
     const auto records = read_jsonl(fixtures_dir() / ("chat_" + name + ".jsonl"));
     ASSERT_FALSE(records.empty()) << "fixture chat_" << name << ".jsonl is missing";
-    const Tokenizer tok = Tokenizer::load(model_dir(name));
+    const Tokenizer tok = testing::load_model(name);
     for (const auto& r : records) {
         const std::string expected = r["rendered"].get<std::string>();
         const std::string rendered = tok.render_chat(testing::chat_request(r));

@@ -27,6 +27,16 @@ inline std::filesystem::path model_dir(const std::string& name) {
     return name == "tinycode" ? tinycode_dir() : npm_model_dir(name);
 }
 
+// A test model's tokenizer; a missing npm one says how to get it.
+inline Tokenizer load_model(const std::string& name) {
+    const std::filesystem::path dir = model_dir(name);
+    if (!std::filesystem::exists(dir / "tokenizer.json")) {
+        throw std::runtime_error(dir.string() + "/tokenizer.json is missing: run scripts/install-deps "
+                                 "(npm ci in tests/tokenizer/fixtures)");
+    }
+    return Tokenizer::load(dir);
+}
+
 // Every JSON line of a fixture file; an empty vector when the file is missing.
 inline std::vector<nlohmann::ordered_json> read_jsonl(const std::filesystem::path& path) {
     std::vector<nlohmann::ordered_json> out;
