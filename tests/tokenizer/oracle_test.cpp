@@ -17,10 +17,9 @@ using testing::read_jsonl;
 std::string show(const std::string& text) { return nlohmann::json(text).dump(); }
 
 // Checks every encode case of fixtures_dir()/encode_<name>.jsonl; returns the count.
-size_t check_encode_fixture(const std::string& name) {
+size_t check_encode_fixture(const std::string& name, const Tokenizer& tok, size_t at_least = 2000) {
     const auto records = read_jsonl(fixtures_dir() / ("encode_" + name + ".jsonl"));
-    EXPECT_GE(records.size(), 2000u) << "fixture encode_" << name << ".jsonl is missing or short";
-    const Tokenizer tok = testing::load_model(name);
+    EXPECT_GE(records.size(), at_least) << "fixture encode_" << name << ".jsonl is missing or short";
     size_t failures = 0;
     for (const auto& r : records) {
         const std::string text = r["text"].get<std::string>();
@@ -43,10 +42,25 @@ size_t check_encode_fixture(const std::string& name) {
     return records.size();
 }
 
+size_t check_encode_fixture(const std::string& name) { return check_encode_fixture(name, testing::load_model(name)); }
+
 TEST(TokenizerOracle, TinycodeEncodesAndDecodesLikeTransformersJs) { check_encode_fixture("tinycode"); }
 TEST(TokenizerOracle, Qwen3EncodesAndDecodesLikeTransformersJs) { check_encode_fixture("qwen3"); }
 TEST(TokenizerOracle, Llama3EncodesAndDecodesLikeTransformersJs) { check_encode_fixture("llama3"); }
 TEST(TokenizerOracle, Llama2EncodesAndDecodesLikeTransformersJs) { check_encode_fixture("llama2"); }
+
+// Llama 2 spelled with a Metaspace pre-tokenizer and decoder (the rewrite of
+// make_fixtures.mjs's llama2_metaspace()).
+TEST(TokenizerOracle, MetaspaceLlama2EncodesAndDecodesLikeTransformersJs) {
+    testing::load_model("llama2");  // says how to install it when missing
+    auto json = nlohmann::ordered_json::parse(testing::read_text(testing::npm_model_dir("llama2") / "tokenizer.json"));
+    const nlohmann::ordered_json metaspace = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"add_prefix_space", true}, {"prepend_scheme", "first"}, {"split", false}};
+    json["normalizer"] = nullptr;
+    json["pre_tokenizer"] = metaspace;
+    json["decoder"] = {{"type", "Sequence"},
+                       {"decoders", nlohmann::ordered_json::array({metaspace, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}})}};
+    check_encode_fixture("llama2_metaspace", Tokenizer::from_json(json.dump()), 400);
+}
 
 void check_chat_fixture(const std::string& name) {
     const auto records = read_jsonl(fixtures_dir() / ("chat_" + name + ".jsonl"));
