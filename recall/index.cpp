@@ -1,6 +1,11 @@
 #include "recall/index.h"
 
+// Inlined so that the hash of a fixed 64-byte window compiles to straight-line
+// code (same XXH3-64 algorithm as the library).
+#define XXH_INLINE_ALL
 #include <xxhash.h>
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
@@ -11,13 +16,36 @@
 
 namespace tf::recall {
 
+namespace {
+
+// Asks for transparent huge pages on the 2 MiB-aligned part of a fresh
+// allocation, before its first touch: lookups and indexing jump around the
+// key table and the chunks, and 4 KiB pages would cost a TLB miss on nearly
+// every access of a large record. Advice only; memory use is unchanged.
+void advise_huge_pages(void* data, size_t bytes) {
+    constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+std::unique_ptr<uint32_t[]> allocate_ids(size_t n) {
+    std::unique_ptr<uint32_t[]> ids = std::make_unique_for_overwrite<uint32_t[]>(n);
+    advise_huge_pages(ids.get(), n * sizeof(uint32_t));
+    return ids;
+}
+
+}  // namespace
+
 Index::Index(uint32_t chunk_ids, uint64_t key_table_bytes)
     : chunk_ids_(chunk_ids),
       shift_(static_cast<uint32_t>(std::countr_zero(chunk_ids))),
-      key_table_(key_table_bytes / sizeof(uint32_t), 0) {
+      key_table_entries_(key_table_bytes / sizeof(uint32_t)) {
     assert(std::has_single_bit(chunk_ids));
-    assert(std::has_single_bit(key_table_.size()) && key_table_.size() >= 2);
-    bucket_shift_ = 64 - static_cast<uint32_t>(std::countr_zero(key_table_.size()));
+    assert(std::has_single_bit(key_table_entries_) && key_table_entries_ >= 2);
+    bucket_shift_ = 64 - static_cast<uint32_t>(std::countr_zero(key_table_entries_));
+    key_table_ = allocate_ids(key_table_entries_);
+    std::fill_n(key_table_.get(), key_table_entries_, 0);
 }
 
 uint64_t Index::key_table_bytes_for(uint64_t recall_bytes) {
@@ -107,19 +135,10 @@ void Index::begin_chunk(uint64_t sequence) {
     chunk->sequence = sequence;
     // Seed: "In memory each chunk takes 8 MiB from its first id": both arrays
     // are allocated whole, now; pages fill as ids arrive.
-    chunk->ids = std::make_unique_for_overwrite<uint32_t[]>(chunk_ids_);
-    chunk->links = std::make_unique_for_overwrite<uint32_t[]>(chunk_ids_);
+    chunk->ids = allocate_ids(chunk_ids_);
+    chunk->links = allocate_ids(chunk_ids_);
     slots_.push_back(std::move(chunk));
     ++chunk_count_;
-}
-
-void Index::insert_key(uint64_t position, size_t bucket) {
-    const uint64_t previous = head_position(bucket);
-    // A head whose low bits alias a later position (records past 2^32 ids)
-    // is not a predecessor: the chain starts afresh.
-    const uint64_t back = previous == 0 || previous >= position ? 0 : position - previous;
-    chunk_at(position)->links[position & (chunk_ids_ - 1)] = back >= (uint64_t{1} << 32) ? 0 : static_cast<uint32_t>(back);
-    key_table_[bucket] = static_cast<uint32_t>(position);
 }
 
 void Index::append(const uint32_t* ids, uint64_t n) {
@@ -128,7 +147,7 @@ void Index::append(const uint32_t* ids, uint64_t n) {
     assert(c.size + n <= chunk_ids_);
     // Hashes of a block are computed and their buckets prefetched before any
     // is inserted: the key table is far larger than the caches.
-    constexpr uint32_t kBlock = 16;
+    constexpr uint32_t kBlock = 32;
     size_t buckets[kBlock];
     uint64_t positions[kBlock];
     uint32_t window[kKeyIds];
@@ -152,12 +171,21 @@ void Index::append(const uint32_t* ids, uint64_t n) {
             if (run_ < kKeyIds) ++run_;
             if (run_ < kKeyIds) continue;
             const uint64_t position = (c.sequence << shift_) + offset;
-            buckets[pending] = bucket_of(window_at(position, window));
+            const uint32_t* ids_window =
+                offset + 1 >= kKeyIds ? c.ids.get() + offset + 1 - kKeyIds : window_at(position, window);
+            buckets[pending] = bucket_of(ids_window);
             __builtin_prefetch(&key_table_[buckets[pending]], 1);
             positions[pending] = position;
             ++pending;
         }
-        for (uint32_t i = 0; i < pending; ++i) insert_key(positions[i], buckets[i]);
+        // The link is the distance back to the bucket's previous head,
+        // from low bits alone (modulo 2^32); whether that position is still
+        // live is checked when a lookup follows the link. 0 ends a chain.
+        for (uint32_t i = 0; i < pending; ++i) {
+            const uint32_t low = static_cast<uint32_t>(positions[i]);
+            c.links[positions[i] & (chunk_ids_ - 1)] = low - key_table_[buckets[i]];
+            key_table_[buckets[i]] = low;
+        }
         done += block;
     }
 }
@@ -185,7 +213,7 @@ void Index::clear() {
     run_ = 0;
     // Any value is safe (heads are checked for liveness); 0 never names a
     // position while sequence numbers stay below 2^32 / chunk_ids.
-    std::fill(key_table_.begin(), key_table_.end(), 0);
+    std::fill_n(key_table_.get(), key_table_entries_, 0);
 }
 
 size_t Index::match_backward(uint64_t position, const uint32_t* q, size_t n) const {

@@ -19,8 +19,9 @@
 //  - head[bucket] holds the low 32 bits of the most recent position whose key
 //    fell in that bucket; the full position is the latest position at or
 //    before the newest id with those low bits. links[g] holds g minus the
-//    previous position of the same bucket (0: none, or 2^32 or more back).
-//    Each bucket is thus a chain, most recent first.
+//    previous position of the same bucket, modulo 2^32 (0 ends the chain).
+//    Each bucket is thus a chain, most recent first. Adding a key is two
+//    stores; liveness is checked only when a lookup follows a link.
 //
 // No stale hits: a chain is followed only while its positions are live, and
 // every candidate is verified by comparing ids, so an evicted chunk is never
@@ -75,7 +76,7 @@ class Index {
 
     uint32_t chunk_ids() const { return chunk_ids_; }
     uint64_t chunk_memory_bytes() const { return uint64_t{8} * chunk_ids_; }  // ids + links
-    uint64_t key_table_bytes() const { return key_table_.size() * sizeof(uint32_t); }
+    uint64_t key_table_bytes() const { return key_table_entries_ * sizeof(uint32_t); }
     // Exactly what is allocated: 8 MiB per chunk in memory plus the key table.
     uint64_t memory_bytes() const { return chunk_count_ * chunk_memory_bytes() + key_table_bytes(); }
 
@@ -134,7 +135,6 @@ class Index {
     // Copies the 16-id window ending at `position` into `out` (it may span
     // two chunks) and returns a pointer to it.
     const uint32_t* window_at(uint64_t position, uint32_t* out) const;
-    void insert_key(uint64_t position, size_t bucket);
     // How many ids, walking backwards from record[position] and from
     // q[n-1], are equal (never across a separator or a gap), up to n.
     size_t match_backward(uint64_t position, const uint32_t* q, size_t n) const;
@@ -144,7 +144,8 @@ class Index {
     uint32_t chunk_ids_;
     uint32_t shift_;  // log2(chunk_ids_)
     uint32_t bucket_shift_;
-    std::vector<uint32_t> key_table_;  // (key_table_bytes / 4) low 32 bits of chain heads
+    std::unique_ptr<uint32_t[]> key_table_;  // (key_table_entries_) low 32 bits of chain heads
+    size_t key_table_entries_;
     // Slots from front_sequence_ on, oldest first; null where a sequence
     // number has no chunk (a gap in the files found at start-up).
     std::deque<std::unique_ptr<Chunk>> slots_;

@@ -1,5 +1,6 @@
 #include "recall/record.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +51,13 @@ std::string human_bytes(uint64_t bytes) {
         std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
     }
     return text;
+}
+
+void advise_will_need(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    ::close(fd);
 }
 
 void validate_options(const RecordOptions& options) {
@@ -159,6 +167,9 @@ void Record::load_chunks(bool writer) {
             ++chunks_evicted_;
         }
     }
+    // Reading from disk overlaps indexing: the kernel reads every file ahead
+    // while the ones before it are indexed.
+    for (size_t i = first; i < nonempty.size(); ++i) advise_will_need(nonempty[i].path);
     std::unique_ptr<uint32_t[]> buffer = std::make_unique_for_overwrite<uint32_t[]>(options_.chunk_ids);
     for (size_t i = first; i < nonempty.size(); ++i) {
         ChunkRead read = read_chunk_file(nonempty[i].path, buffer.get(), options_.chunk_ids, /*repair=*/writer);

@@ -1,6 +1,7 @@
 // Crash safety: torn tails, kill -9 in the middle of appends, empty files.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,6 +122,42 @@ TEST(RecordCrash, AKill9MidAppendLosesAtMostTheUnfinishedAppend) {
         std::vector<uint32_t> first = distinct_ids(1, kRequestIds);
         EXPECT_EQ(record->lookup(slice(first, 0, 100), 8).continuation, slice(first, 100, 108));
     }
+}
+
+// chunk_file.h: a failed append is cut back "so disk and memory agree", and
+// adds pause (paused-disk) until the free-space probe finds room again. A
+// child process with a 64 KiB file-size limit makes write(2) really fail
+// (EFBIG) without a full disk.
+TEST(RecordCrash, AFailedAppendIsCutBackToWholeEarlierAppendsAndPausesAdds) {
+    TempDir dir;
+    RecordOptions options = testing::small_options(dir.path(), 65536, 4);  // 256 KiB chunks
+    std::vector<uint32_t> first = distinct_ids(1, 10000);                  // 40,000 bytes
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit limit {65536, 65536};
+        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(10);
+        auto record = Record::open(options);
+        if (!record->add(first).error.empty()) ::_exit(11);
+        AddResult failed = record->add(distinct_ids(2, 10000));  // would reach 80,004 bytes
+        if (failed.error.find("chunk-000000000001.ids") == std::string::npos) ::_exit(12);
+        if (record->state() != RecallState::paused_disk) ::_exit(13);
+        if (record->stats().ids != 10000) ::_exit(14);
+        if (record->lookup(slice(first, 0, 50), 4).continuation != slice(first, 50, 54)) ::_exit(15);
+        ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0) << "the child's check number " << WEXITSTATUS(status) << " failed";
+    // On disk: exactly the first append.
+    EXPECT_EQ(testing::read_all_chunks(dir.path()), first);
+    // Without the limit, the next server adds again.
+    auto record = Record::open(options);
+    EXPECT_EQ(record->state(), RecallState::writing);
+    EXPECT_TRUE(record->add(distinct_ids(2, 10000)).accepted);
+    EXPECT_EQ(record->stats().ids, 20001u);
 }
 
 }  // namespace
