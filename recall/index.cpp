@@ -5,8 +5,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -16,27 +14,6 @@
 
 namespace tf::recall {
 
-namespace {
-
-// Asks for transparent huge pages on the 2 MiB-aligned part of a fresh
-// allocation, before its first touch: lookups and indexing jump around the
-// key table and the chunks, and 4 KiB pages would cost a TLB miss on nearly
-// every access of a large record. Advice only; memory use is unchanged.
-void advise_huge_pages(void* data, size_t bytes) {
-    constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
-std::unique_ptr<uint32_t[]> allocate_ids(size_t n) {
-    std::unique_ptr<uint32_t[]> ids = std::make_unique_for_overwrite<uint32_t[]>(n);
-    advise_huge_pages(ids.get(), n * sizeof(uint32_t));
-    return ids;
-}
-
-}  // namespace
-
 Index::Index(uint32_t chunk_ids, uint64_t key_table_bytes)
     : chunk_ids_(chunk_ids),
       shift_(static_cast<uint32_t>(std::countr_zero(chunk_ids))),
@@ -44,7 +21,9 @@ Index::Index(uint32_t chunk_ids, uint64_t key_table_bytes)
     assert(std::has_single_bit(chunk_ids));
     assert(std::has_single_bit(key_table_entries_) && key_table_entries_ >= 2);
     bucket_shift_ = 64 - static_cast<uint32_t>(std::countr_zero(key_table_entries_));
-    key_table_ = allocate_ids(key_table_entries_);
+    // Allocated once, at open (its size is fixed by --recall-gib), and zeroed:
+    // 0 names no position (clear()).
+    key_table_ = std::make_unique_for_overwrite<uint32_t[]>(key_table_entries_);
     std::fill_n(key_table_.get(), key_table_entries_, 0);
 }
 
@@ -135,8 +114,8 @@ void Index::begin_chunk(uint64_t sequence) {
     chunk->sequence = sequence;
     // Seed: "In memory each chunk takes 8 MiB from its first id": both arrays
     // are allocated whole, now; pages fill as ids arrive.
-    chunk->ids = allocate_ids(chunk_ids_);
-    chunk->links = allocate_ids(chunk_ids_);
+    chunk->ids = std::make_unique_for_overwrite<uint32_t[]>(chunk_ids_);
+    chunk->links = std::make_unique_for_overwrite<uint32_t[]>(chunk_ids_);
     slots_.push_back(std::move(chunk));
     ++chunk_count_;
 }
