@@ -42,8 +42,10 @@ class IndexTest : public ::testing::Test {
     size_t max_chunks_ = 1000;
 };
 
-// Seed: "A regenerated or repeated request copies its earlier reply": the
-// continuation of the earlier match is what the stream drafts.
+// Seed: "When a reply starts to repeat text the server has seen before, the
+// lanes verify the earlier continuation in a few rounds instead of drafting it
+// token by token." and "A regenerated or repeated request copies its earlier
+// reply": the continuation of the earlier match is what the stream drafts.
 TEST_F(IndexTest, LookupReturnsTheMatchLengthAndTheEarlierContinuation) {
     std::vector<uint32_t> ids = distinct_ids(1, 200);
     add_segment(ids);

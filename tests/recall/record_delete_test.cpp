@@ -32,8 +32,9 @@ struct RefusingUnlink {
     }
 };
 
-// Seed: "DELETE /v1/recall deletes every chunk file and empties the record in
-// memory, with its landing rates and counters."
+// Seed: "DELETE /v1/recall empties it." and "DELETE /v1/recall deletes every
+// chunk file and empties the record in memory, with its landing rates and
+// counters."
 TEST(RecordDelete, DeletesEveryChunkFileAndEmptiesMemoryLandingRatesAndCounters) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));

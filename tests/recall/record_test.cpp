@@ -18,7 +18,9 @@ using testing::TempDir;
 
 // Seed: "The record holds token ids only, never text, in chunk files of up to
 // 1,048,576 ids (4 MiB) under one directory, made with mode 0700, each file
-// 0600."
+// 0600." and "The model's tokenizer turns those ids back into the prompts and
+// replies they came from, so treat the directory as you would those
+// conversations." — only this user can read it.
 TEST(RecordFiles, DirectoryIs0700AndEveryFileIn0600) {
     TempDir dir;
     std::string path = dir.sub("nested/record");
@@ -46,8 +48,9 @@ TEST(RecordFiles, ChunkFilesAreNamedInOrderOfAgeFromOne) {
     EXPECT_EQ(files[1].bytes, 1024u * 4);
 }
 
-// Seed: "The record holds token ids only, never text" and issue 5: separator
-// ids between appended runs, "the files then still hold token ids only".
+// Seed: "The record holds token ids only, never text", "Recall keeps only token
+// ids", and issue 5: separator ids between appended runs, "the files then
+// still hold token ids only".
 TEST(RecordFiles, ChunkFilesHoldTheAddedIdsAndSegmentSeparatorsOnly) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));
@@ -104,6 +107,13 @@ TEST(RecordDedupe, ARepeated10kIdRequestAddsNothingTheSecondTime) {
     EXPECT_EQ(again.ids_held, 10000u);
     EXPECT_EQ(record->stats().disk_bytes, disk_bytes);
     EXPECT_EQ(testing::read_all_chunks(dir.path()), on_disk);
+}
+
+// Seed: "--recall-gib GIB | The record's disk, 1/16 GiB (64 MiB) by default;
+// the oldest ids go first past it."
+TEST(RecordEviction, TheDefaultCapacityIs64MiBOfChunkFiles) {
+    EXPECT_EQ(RecordOptions{}.capacity_bytes, uint64_t{64} << 20);
+    EXPECT_EQ(RecordOptions{}.capacity_bytes / (uint64_t{4} * kChunkIds), 16u);
 }
 
 // Seed: "Past --recall-gib the oldest chunk file is deleted." With real
@@ -175,15 +185,17 @@ TEST(RecordMemory, EachChunkTakes8MiBFromItsFirstIdPlusAKeyTableOf8MiBAtTheDefau
     EXPECT_EQ(empty.memory_bytes, uint64_t{8} << 20);  // no chunk yet
     EXPECT_EQ(empty.chunks, 0u);
 
+#if !defined(__SANITIZE_ADDRESS__)  // sanitizers replace malloc: mallinfo2 sees nothing
     struct mallinfo2 before = ::mallinfo2();
+#endif
     record->add(distinct_ids(1, 20));  // a short record
-    struct mallinfo2 after = ::mallinfo2();
     RecordStats short_record = record->stats();
     EXPECT_EQ(short_record.chunks, 1u);
     EXPECT_EQ(short_record.chunk_memory_bytes, uint64_t{8} << 20);
     EXPECT_EQ(short_record.memory_bytes, uint64_t{16} << 20);
 #if !defined(__SANITIZE_ADDRESS__)
     // What malloc handed out grew by the 8 MiB reported (plus small change).
+    struct mallinfo2 after = ::mallinfo2();
     const int64_t grown = static_cast<int64_t>(after.uordblks + after.hblkhd) -
                           static_cast<int64_t>(before.uordblks + before.hblkhd);
     EXPECT_GE(grown, int64_t{8} << 20);
@@ -258,6 +270,8 @@ TEST(RecordReadOnly, DraftsFromTheRecordAndAddsNothing) {
     EXPECT_EQ(testing::read_all_chunks(dir.path()), on_disk);
 }
 
+// Seed: "Run release gates and speed comparisons with Recall off, or with
+// --recall-read-only on an empty record, and say which."
 TEST(RecordReadOnly, OnAMissingDirectoryIsAnEmptyRecordThatCreatesNothing) {
     TempDir dir;
     RecordOptions options = testing::small_options(dir.sub("never-made"));
@@ -355,6 +369,24 @@ TEST(RecordThreads, LookupsRunWhileAWriterAdds) {
     stop = true;
     for (std::thread& t : readers) t.join();
     EXPECT_EQ(record->stats().lookups, record->stats().lookup_hits);
+}
+
+// Seed: "Nothing in the record leaves the machine: no request, reply or route
+// sends it anywhere." recall/ reads and writes local files only: none of its
+// sources may use sockets, HTTP or actors (those live in http/ and actors/).
+TEST(RecordStaysLocal, NoRecallSourceUsesTheNetwork) {
+    const std::string recall_dir = std::string(TF_SOURCE_DIR_FOR_TESTS) + "/recall";
+    size_t sources = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(recall_dir)) {
+        std::ifstream in(entry.path());
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        ++sources;
+        for (const char* network : {"sys/socket.h", "netinet/", "netdb.h", "socket(", "connect(", "sendto(", "curl",
+                                    "boost/", "caf/", "nlohmann", "http/"}) {
+            EXPECT_EQ(text.find(network), std::string::npos) << entry.path() << " mentions " << network;
+        }
+    }
+    EXPECT_GE(sources, 10u);
 }
 
 }  // namespace
