@@ -24,10 +24,17 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
-    stop_.store(true, std::memory_order_release);
-    wake_.fetch_add(1, std::memory_order_acq_rel);
-    wake_.notify_all();
+    stop_.store(true, std::memory_order_seq_cst);
+    wake_workers();
     for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::wake_workers() {
+    wake_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+        { std::lock_guard lock(mutex_); }  // a sleeper between its check and its wait holds the mutex
+        wake_cv_.notify_all();
+    }
 }
 
 void ThreadPool::run(int64_t count, Erased fn, void* context) {
@@ -46,8 +53,7 @@ void ThreadPool::run(int64_t count, Erased fn, void* context) {
     done_.store(0, std::memory_order_relaxed);
     const uint64_t generation = (cursor_.load(std::memory_order_relaxed) >> 32) + 1;
     cursor_.store(generation << 32, std::memory_order_release);  // publishes the job
-    wake_.fetch_add(1, std::memory_order_release);
-    wake_.notify_all();
+    wake_workers();
     work(generation);
     for (int i = 0; done_.load(std::memory_order_acquire) != chunks; ++i) {
         if (i < kSpins) {
@@ -79,11 +85,20 @@ void ThreadPool::worker() {
     uint64_t seen = wake_.load(std::memory_order_acquire);
     for (;;) {
         uint64_t now = wake_.load(std::memory_order_acquire);
-        for (int i = 0; now == seen; ++i) {
+        // stop_ too: a worker that starts after the destructor's wake-up
+        // has already taken that wake-up as `seen`.
+        for (int i = 0; now == seen && !stop_.load(std::memory_order_acquire); ++i) {
             if (i < kSpins) {
                 _mm_pause();
             } else {
-                wake_.wait(seen, std::memory_order_acquire);
+                // Sleep. Dekker-style with wake_workers(): a sleeper counts
+                // itself before it checks wake_, the waker bumps wake_
+                // before it checks sleepers_, both seq_cst, so one of them
+                // sees the other and no wake-up is lost.
+                std::unique_lock lock(mutex_);
+                sleepers_.fetch_add(1, std::memory_order_seq_cst);
+                wake_cv_.wait(lock, [&] { return wake_.load(std::memory_order_seq_cst) != seen || stop_.load(std::memory_order_seq_cst); });
+                sleepers_.fetch_sub(1, std::memory_order_seq_cst);
             }
             now = wake_.load(std::memory_order_acquire);
         }

@@ -8,7 +8,7 @@
 // result: the kernels make each output one chunk-independent reduction.
 //
 // Workers spin briefly between kernels of one forward pass (they come
-// microseconds apart) and then sleep on a futex, so an idle server takes no
+// microseconds apart) and then sleep on a condition variable, so an idle server takes no
 // CPU.
 //
 // Thread-safety: parallel_for() is called by one thread at a time (the
@@ -16,6 +16,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <thread>
 #include <type_traits>
@@ -48,6 +50,7 @@ private:
     // Claims and runs chunks of generation `generation` until none is left.
     void work(uint64_t generation);
     void worker();
+    void wake_workers();
 
     int size_ = 1;
     std::vector<std::thread> workers_;
@@ -61,7 +64,10 @@ private:
     // generation << 32 | next chunk index.
     std::atomic<uint64_t> cursor_{0};
     std::atomic<uint32_t> done_{0};
-    std::atomic<uint64_t> wake_{0};  // bumped per job; workers wait on it
+    std::atomic<uint64_t> wake_{0};  // bumped per job; idle workers sleep until it changes
+    std::atomic<int> sleepers_{0};
+    std::mutex mutex_;
+    std::condition_variable wake_cv_;
     std::atomic<bool> stop_{false};
 };
 

@@ -1,0 +1,82 @@
+// The Backend interface's contract on the CPU backend: streams, lengths,
+// which rows return logits, and clear errors for misuse.
+#include <gtest/gtest.h>
+
+#include "model/checkpoint_writer.h"
+#include "model/cpu_backend.h"
+#include "model/load_error.h"
+#include "test_support.h"
+
+namespace tf::model {
+namespace {
+
+using testing::TempDir;
+
+class BackendContract : public ::testing::Test {
+protected:
+    void SetUp() override {
+        write_checkpoint(preset_spec("tiny-qwen3"), dir_.str());
+        backend_ = load_cpu_backend(dir_.str(), 2);
+    }
+    TempDir dir_;
+    std::unique_ptr<Backend> backend_;
+};
+
+TEST_F(BackendContract, LogitsComeOnlyForRowsThatAskInRowOrder) {
+    backend_->open_stream(1, 8);
+    backend_->open_stream(2, 8);
+    std::vector<float> both, first_only;
+    std::vector<Row> rows = {{1, 0, 10, true}, {2, 0, 20, true}};
+    backend_->forward(rows, both);
+    ASSERT_EQ(both.size(), 2u * 256u);
+    backend_->truncate(1, 0);
+    backend_->truncate(2, 0);
+    rows = {{1, 0, 10, true}, {2, 0, 20, false}};
+    backend_->forward(rows, first_only);
+    ASSERT_EQ(first_only.size(), 256u);
+    EXPECT_TRUE(testing::bitwise_equal(first_only, std::vector<float>(both.begin(), both.begin() + 256)));
+    EXPECT_EQ(backend_->stream_length(1), 1);
+    EXPECT_EQ(backend_->stream_length(2), 1);
+}
+
+TEST_F(BackendContract, EmptyForwardReturnsNoLogits) {
+    std::vector<float> logits(5);
+    backend_->forward({}, logits);
+    EXPECT_TRUE(logits.empty());
+}
+
+TEST_F(BackendContract, MisuseIsRefusedWithAReason) {
+    backend_->open_stream(1, 4);
+    EXPECT_THROW(backend_->open_stream(1, 4), std::invalid_argument);
+    EXPECT_THROW(backend_->stream_length(9), std::invalid_argument);
+    std::vector<float> logits;
+    std::vector<Row> gap = {{1, 1, 5, true}};  // position 0 was never written
+    EXPECT_THROW(backend_->forward(gap, logits), std::invalid_argument);
+    std::vector<Row> bad_token = {{1, 0, 256, true}};
+    EXPECT_THROW(backend_->forward(bad_token, logits), std::invalid_argument);
+    std::vector<Row> full = {{1, 0, 1, false}, {1, 1, 1, false}, {1, 2, 1, false}, {1, 3, 1, false}, {1, 4, 1, true}};
+    EXPECT_THROW(backend_->forward(full, logits), std::invalid_argument);
+    EXPECT_EQ(backend_->stream_length(1), 0);  // a refused forward changes nothing
+    EXPECT_THROW(backend_->truncate(1, 1), std::invalid_argument);
+    backend_->open_stream(2, 2);
+    EXPECT_THROW(backend_->copy_prefix(1, 2, 1), std::invalid_argument);
+    backend_->close_stream(1);
+    EXPECT_THROW(backend_->close_stream(1), std::invalid_argument);
+}
+
+TEST(BackendLoad, UnsupportedHeadDimIsALoadError) {
+    TempDir dir;
+    CheckpointSpec spec = preset_spec("tiny-llama");
+    spec.head_dim = 24;
+    write_checkpoint(spec, dir.str());
+    EXPECT_THROW(load_cpu_backend(dir.str(), 1), LoadError);
+}
+
+TEST(BackendLoad, ConfigReportsWhatConfigJsonSaid) {
+    auto backend = load_cpu_backend(testing::tinycode_dir(), 1);
+    EXPECT_EQ(backend->config().architecture, "Qwen3ForCausalLM");
+    EXPECT_EQ(backend->config().vocab_size, 8192);
+}
+
+}  // namespace
+}  // namespace tf::model

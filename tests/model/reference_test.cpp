@@ -1,0 +1,101 @@
+// Correctness against an independent PyTorch fp32 forward
+// (tools/reference_forward.py) on random-weight Llama, Mistral (sliding
+// window, sharded f16), Qwen2 (q/k/v bias, tied) and Qwen3 (q/k norm)
+// checkpoints written by make-checkpoint from a seed. The committed fixtures
+// hold the reference logits (tests/fixtures/make_reference_fixtures.sh);
+// when /usr/bin/python3 can import torch, the reference is also re-run live.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "model/cpu_backend.h"
+#include "test_support.h"
+
+namespace tf::model {
+namespace {
+
+using testing::fixture_path;
+using testing::TempDir;
+
+nlohmann::json read_json(const std::string& path) {
+    std::ifstream in(path);
+    EXPECT_TRUE(in) << path;
+    return nlohmann::json::parse(in);
+}
+
+// make-checkpoint (the real tool) with the fixture's recorded arguments.
+void make_checkpoint(const nlohmann::json& fixture, const std::string& out) {
+    std::string command = TF_MAKE_CHECKPOINT;
+    for (const auto& arg : fixture.at("make_checkpoint_args")) command += " " + arg.get<std::string>();
+    command += " --out " + out + " > /dev/null";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+std::vector<float> cpu_logits(const std::string& dir, const std::vector<int32_t>& tokens) {
+    auto backend = load_cpu_backend(dir, 2);
+    backend->open_stream(0, static_cast<int32_t>(tokens.size()));
+    std::vector<Row> rows;
+    for (size_t i = 0; i < tokens.size(); ++i) rows.push_back({0, static_cast<int32_t>(i), tokens[i], true});
+    std::vector<float> logits;
+    backend->forward(rows, logits);
+    return logits;
+}
+
+// max |ours - reference| / max |reference|, over all positions.
+double relative_error(const std::vector<float>& ours, const nlohmann::json& reference) {
+    double max_diff = 0, max_ref = 0;
+    size_t i = 0;
+    for (const auto& row : reference)
+        for (const auto& v : row) {
+            const double r = v.get<double>();
+            max_diff = std::max(max_diff, std::fabs(ours.at(i++) - r));
+            max_ref = std::max(max_ref, std::fabs(r));
+        }
+    EXPECT_EQ(i, ours.size());
+    return max_diff / max_ref;
+}
+
+class ReferenceFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReferenceFixture, CpuLogitsMatchThePytorchReferenceWithin1e4) {
+    const nlohmann::json fixture = read_json(fixture_path("reference_" + GetParam() + ".json"));
+    TempDir dir;
+    make_checkpoint(fixture, dir.str());
+    const auto tokens = fixture.at("tokens").get<std::vector<int32_t>>();
+    const std::vector<float> ours = cpu_logits(dir.str(), tokens);
+    ASSERT_EQ(ours.size(), tokens.size() * fixture.at("vocab_size").get<size_t>());
+    EXPECT_LE(relative_error(ours, fixture.at("logits")), 1e-4);
+}
+
+bool torch_available() { return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0; }
+
+TEST_P(ReferenceFixture, LivePytorchReferenceAgreesWhenTorchIsInstalled) {
+    if (!torch_available()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian python3-torch)";
+    const nlohmann::json fixture = read_json(fixture_path("reference_" + GetParam() + ".json"));
+    TempDir dir;
+    make_checkpoint(fixture, (dir.path() / "model").string());
+    std::string tokens;
+    for (const auto& t : fixture.at("tokens")) tokens += (tokens.empty() ? "" : ",") + std::to_string(t.get<int>());
+    const std::string out = (dir.path() / "reference.json").string();
+    const std::string command = "/usr/bin/python3 " + testing::source_dir() + "/tools/reference_forward.py " +
+                                (dir.path() / "model").string() + " --tokens " + tokens + " --out " + out;
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    const nlohmann::json live = read_json(out);
+    const std::vector<float> ours = cpu_logits((dir.path() / "model").string(), fixture.at("tokens").get<std::vector<int32_t>>());
+    EXPECT_LE(relative_error(ours, live.at("logits")), 1e-4);
+    // The committed fixture is what the script computes today.
+    double drift = 0;
+    for (size_t r = 0; r < live.at("logits").size(); ++r)
+        for (size_t v = 0; v < live.at("logits")[r].size(); ++v)
+            drift = std::max(drift, std::fabs(live.at("logits")[r][v].get<double>() - fixture.at("logits")[r][v].get<double>()));
+    EXPECT_LE(drift, 1e-5) << "the fixture is stale: rerun tests/fixtures/make_reference_fixtures.sh";
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ReferenceFixture, ::testing::Values("llama", "mistral", "qwen2", "qwen3"));
+
+}  // namespace
+}  // namespace tf::model
