@@ -3,8 +3,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <sstream>
+#include <vector>
 
 #include "config/model_dir.h"
 
@@ -121,6 +123,56 @@ std::string finish_serve(ServerConfig& c, const ServeFlags& f, const std::string
     return {};
 }
 
+// The flags of `generate` (tools/generate_command.cpp runs it).
+struct GenerateFlags {
+    std::string model;
+    std::string prompt_ids;
+};
+
+CLI::App* add_generate(CLI::App& app, GenerateOptions& g, GenerateFlags& f) {
+    CLI::App* generate = app.add_subcommand("generate", "Decode one prompt of token ids on the CPU and print the ids");
+    generate->add_option("MODEL", f.model, "Local Hugging Face model directory; default: the embedded models/tinycode")
+        ->check(CLI::ExistingDirectory);
+    generate->add_option("--prompt-ids", f.prompt_ids, "The prompt as comma-separated token ids, e.g. 1,2,3")
+        ->required()
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                std::vector<int32_t> ids;
+                return parse_token_ids(v, ids);
+            },
+            "IDS"));
+    generate->add_option("--max-tokens", g.max_tokens, "Most ids to generate")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+    generate->add_option("--temperature", g.temperature, "0: greedy (argmax, lowest id on ties)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 100.0));
+    generate->add_option("--top-p", g.top_p, "Nucleus sampling: keep the most likely ids holding this probability")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0) & CLI::Validator([](std::string& v) {
+                    return std::strtod(v.c_str(), nullptr) > 0 ? std::string() : std::string("must be more than 0");
+                }, "P"));
+    generate->add_option("--seed", g.seed, "Sampling seed: the random number at a position depends on (seed, position) only")
+        ->capture_default_str();
+    generate->add_option("--threads", g.threads, "CPU threads (0: every core)")->capture_default_str()->check(CLI::Range(0, 1024));
+    generate->add_flag("--ignore-eos", g.ignore_eos, "Keep generating past the model's end-of-sequence ids");
+    generate->add_flag("--json", g.json, "Print {\"ids\": [...]} instead of comma-separated ids");
+    return generate;
+}
+
+std::string finish_generate(GenerateOptions& g, const GenerateFlags& f, const std::string& executable) {
+    if (std::string error = parse_token_ids(f.prompt_ids, g.prompt_ids); !error.empty()) return "--prompt-ids: " + error;
+    if (!f.model.empty()) {
+        std::error_code ec;
+        std::filesystem::path canonical = std::filesystem::weakly_canonical(f.model, ec);
+        g.model_dir = ec ? f.model : canonical.string();
+    } else if (auto found = find_default_model_dir(executable)) {
+        g.model_dir = found->string();
+    } else {
+        return "no MODEL given and the embedded model models/" + std::string(kDefaultModelName) +
+               " was not found; pass a Hugging Face model directory as MODEL";
+    }
+    return {};
+}
+
 // The flags of `tokenize` (tools/tokenize_command.cpp runs it).
 struct TokenizeFlags {
     std::string model;
@@ -170,6 +222,27 @@ std::string check_recall_gib(const std::string& text) {
     return {};
 }
 
+std::string parse_token_ids(const std::string& text, std::vector<int32_t>& ids) {
+    ids.clear();
+    size_t at = 0;
+    while (at <= text.size()) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        std::string item = text.substr(at, comma - at);
+        const size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+        item = first == std::string::npos ? std::string() : item.substr(first, last - first + 1);
+        if (item.empty()) return "'" + text + "' is not a comma-separated list of token ids (an id is missing)";
+        int64_t value = 0;
+        for (char ch : item) {
+            if (ch < '0' || ch > '9') return "'" + item + "' is not a token id (a non-negative integer)";
+            value = value * 10 + (ch - '0');
+            if (value > INT32_MAX) return "'" + item + "' is too large for a token id";
+        }
+        ids.push_back(static_cast<int32_t>(value));
+        at = comma + 1;
+    }
+    return {};
+}
+
 ParseOutcome parse_command_line(const std::vector<std::string>& args, const std::string& executable) {
     CLI::App app{"tensorfold: an LLM inference server with Recall", "tensorfold"};
     app.set_version_flag("--version", std::string("tensorfold ") + TF_VERSION);
@@ -180,6 +253,8 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, const std:
     CLI::App* serve = add_serve(app, outcome.command.serve, serve_flags);
     TokenizeFlags tokenize_flags;
     CLI::App* tokenize = add_tokenize(app, outcome.command.tokenize, tokenize_flags);
+    GenerateFlags generate_flags;
+    CLI::App* generate = add_generate(app, outcome.command.generate, generate_flags);
 
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops arguments from the back
     try {
@@ -196,6 +271,16 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, const std:
         if (std::string error = finish_serve(outcome.command.serve, serve_flags, executable); !error.empty()) {
             outcome.exit_code = 2;
             outcome.message = "tensorfold serve: " + error + "\n";
+            return outcome;
+        }
+        outcome.run = true;
+        return outcome;
+    }
+    if (generate->parsed()) {
+        outcome.command.subcommand = Subcommand::generate;
+        if (std::string error = finish_generate(outcome.command.generate, generate_flags, executable); !error.empty()) {
+            outcome.exit_code = 2;
+            outcome.message = "tensorfold generate: " + error + "\n";
             return outcome;
         }
         outcome.run = true;

@@ -6,11 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "config/generate_options.h"
 #include "config/server_config.h"
 
 namespace tf::config {
 
-enum class Subcommand { none, serve, tokenize };
+enum class Subcommand { none, serve, generate, tokenize };
 
 // `tensorfold tokenize [MODEL] [--decode | --chat]` (tools/tokenize_command.cpp).
 struct TokenizeOptions {
@@ -23,6 +24,7 @@ struct CommandLine {
     Subcommand subcommand = Subcommand::none;
     ServerConfig serve;
     TokenizeOptions tokenize;
+    GenerateOptions generate;
 };
 
 // What parsing decided: run `command`, or print `message` and exit with

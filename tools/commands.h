@@ -2,6 +2,7 @@
 // code and runs on the main thread.
 #pragma once
 
+#include "config/generate_options.h"
 #include "config/command_line.h"
 #include "config/server_config.h"
 
@@ -9,5 +10,6 @@ namespace tf::tools {
 
 int serve_command(const config::ServerConfig& config);
 int tokenize_command(const config::TokenizeOptions& options);
+int generate_command(const config::GenerateOptions& options);
 
 }  // namespace tf::tools

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     switch (parsed.command.subcommand) {
         case tf::config::Subcommand::serve: return tf::tools::serve_command(parsed.command.serve);
         case tf::config::Subcommand::tokenize: return tf::tools::tokenize_command(parsed.command.tokenize);
+        case tf::config::Subcommand::generate: return tf::tools::generate_command(parsed.command.generate);
         case tf::config::Subcommand::none: break;
     }
     return 2;

@@ -1,0 +1,147 @@
+// `tensorfold generate`: its command line, and the real binary decoding the
+// embedded tinycode model (greedy ids equal the Hugging Face oracle's).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "config/command_line.h"
+
+namespace tf::config {
+namespace {
+
+ParseOutcome parse(std::vector<std::string> args) { return parse_command_line(args, "/nonexistent/bin/tensorfold"); }
+
+std::string tinycode() { return std::string(TF_SOURCE_DIR_FOR_TESTS) + "/models/tinycode"; }
+
+TEST(GenerateCommandLine, ParsesEveryFlag) {
+    ParseOutcome o = parse({"generate", tinycode(), "--prompt-ids", "1,2,30", "--max-tokens", "5", "--temperature",
+                            "0.7", "--top-p", "0.9", "--seed", "42", "--threads", "2", "--json", "--ignore-eos"});
+    ASSERT_TRUE(o.run) << o.message;
+    EXPECT_EQ(o.command.subcommand, Subcommand::generate);
+    const GenerateOptions& g = o.command.generate;
+    EXPECT_EQ(g.prompt_ids, (std::vector<int32_t>{1, 2, 30}));
+    EXPECT_EQ(g.max_tokens, 5);
+    EXPECT_DOUBLE_EQ(g.temperature, 0.7);
+    EXPECT_DOUBLE_EQ(g.top_p, 0.9);
+    EXPECT_EQ(g.seed, 42u);
+    EXPECT_EQ(g.threads, 2);
+    EXPECT_TRUE(g.json);
+    EXPECT_TRUE(g.ignore_eos);
+    EXPECT_NE(g.model_dir.find("tinycode"), std::string::npos);
+}
+
+TEST(GenerateCommandLine, DefaultsAreGreedySixteenTokensAndPlainOutput) {
+    ParseOutcome o = parse({"generate", tinycode(), "--prompt-ids", "7"});
+    ASSERT_TRUE(o.run) << o.message;
+    EXPECT_EQ(o.command.generate.max_tokens, 16);
+    EXPECT_EQ(o.command.generate.temperature, 0.0);
+    EXPECT_EQ(o.command.generate.top_p, 1.0);
+    EXPECT_FALSE(o.command.generate.json);
+}
+
+TEST(GenerateCommandLine, RefusesBadInput) {
+    for (auto args : std::vector<std::vector<std::string>>{
+             {"generate", tinycode()},                                            // no --prompt-ids
+             {"generate", tinycode(), "--prompt-ids", "1,,2"},
+             {"generate", tinycode(), "--prompt-ids", "a,b"},
+             {"generate", tinycode(), "--prompt-ids", "-1"},
+             {"generate", tinycode(), "--prompt-ids", "1", "--max-tokens", "0"},
+             {"generate", tinycode(), "--prompt-ids", "1", "--top-p", "0"},
+             {"generate", tinycode(), "--prompt-ids", "1", "--temperature", "-1"},
+             {"generate", "/nonexistent/dir", "--prompt-ids", "1"}}) {
+        ParseOutcome o = parse(args);
+        EXPECT_FALSE(o.run) << args.back();
+        EXPECT_EQ(o.exit_code, 2) << args.back();
+    }
+}
+
+TEST(ParseTokenIds, AcceptsCommaSeparatedIdsOnly) {
+    std::vector<int32_t> ids;
+    EXPECT_EQ(parse_token_ids("0,8191,5", ids), "");
+    EXPECT_EQ(ids, (std::vector<int32_t>{0, 8191, 5}));
+    EXPECT_NE(parse_token_ids("", ids), "");
+    EXPECT_NE(parse_token_ids("1,", ids), "");
+    EXPECT_NE(parse_token_ids("1 2", ids), "");
+    EXPECT_NE(parse_token_ids("99999999999", ids), "");
+}
+
+struct RunResult {
+    int exit_code = -1;
+    std::string output;
+};
+
+RunResult run_tensorfold(const std::string& args) {
+    const char* binary = std::getenv("TF_BINARY");
+    EXPECT_NE(binary, nullptr) << "ctest sets TF_BINARY";
+    std::string command = std::string(binary ? binary : "tensorfold") + " " + args + " 2>&1";
+    RunResult result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return result;
+    std::array<char, 4096> buffer{};
+    size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+    const int status = ::pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+// The first greedy case of the Hugging Face oracle.
+nlohmann::json first_oracle_case() {
+    std::ifstream in(std::string(TF_SOURCE_DIR_FOR_TESTS) + "/tests/fixtures/tinycode_hf_public.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+        auto j = nlohmann::json::parse(line);
+        if (j.at("kind") == "greedy") return j;
+    }
+    ADD_FAILURE() << "no greedy case in the oracle";
+    return {};
+}
+
+std::string join(const std::vector<int32_t>& ids) {
+    std::string text;
+    for (int32_t id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
+    return text;
+}
+
+TEST(GenerateBinary, GreedyJsonOutputEqualsTheHfOracle) {
+    const nlohmann::json c = first_oracle_case();
+    const auto prompt = c.at("prompt_ids").get<std::vector<int32_t>>();
+    const auto greedy = c.at("greedy_ids").get<std::vector<int32_t>>();
+    RunResult r = run_tensorfold("generate " + tinycode() + " --prompt-ids " + join(prompt) + " --max-tokens " +
+                                 std::to_string(greedy.size()) + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output).at("ids").get<std::vector<int32_t>>(), greedy);
+}
+
+TEST(GenerateBinary, PlainOutputIsCommaSeparatedIds) {
+    const nlohmann::json c = first_oracle_case();
+    const auto greedy = c.at("greedy_ids").get<std::vector<int32_t>>();
+    RunResult r = run_tensorfold("generate --prompt-ids " + join(c.at("prompt_ids").get<std::vector<int32_t>>()) +
+                                 " --max-tokens 4 --threads 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, join({greedy.begin(), greedy.begin() + 4}) + "\n");
+}
+
+TEST(GenerateBinary, SamplingIsReproducibleFromTheSeed) {
+    const std::string args = "generate --prompt-ids 258,1084,54 --max-tokens 12 --temperature 0.9 --top-p 0.95 --json";
+    RunResult a = run_tensorfold(args + " --seed 7 --threads 1"), b = run_tensorfold(args + " --seed 7 --threads 2");
+    RunResult other = run_tensorfold(args + " --seed 8");
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.output, b.output);
+    EXPECT_NE(a.output, other.output);
+}
+
+TEST(GenerateBinary, OutOfVocabularyPromptIdIsRefused) {
+    RunResult r = run_tensorfold("generate --prompt-ids 1,99999 --max-tokens 2");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.output.find("outside the vocabulary"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace tf::config

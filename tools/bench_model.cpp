@@ -1,0 +1,203 @@
+// bench-model: the CPU backend's forward cost by batch rows M, context and
+// number of streams, on 1 and 2 threads, next to this machine's memory
+// bandwidth (a STREAM-style triad) and the decode roofline (weight bytes
+// one step reads / bandwidth). A Google Benchmark program; after the runs it
+// prints the markdown table that docs/performance.md carries.
+//
+//   build/bench-model [--model=DIR] [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/cpu_backend.h"
+
+namespace {
+
+using tf::model::CpuBackend;
+using tf::model::Row;
+
+std::string g_model_dir = TF_BENCH_DEFAULT_MODEL;
+constexpr int32_t kRowsList[] = {1, 2, 4, 8, 16, 32, 64};
+
+// STREAM triad a[i] = b[i] + s * c[i] over three arrays of 256 MiB (beyond
+// any cache here), `threads` threads each on its own slice. Counts 3 x 8
+// bytes per element, as STREAM does.
+void triad(benchmark::State& state) {
+    const int threads = static_cast<int>(state.range(0));
+    const size_t n = (size_t{256} << 20) / sizeof(double);
+    std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+    auto slice = [&](int t, auto&& fn) {
+        const size_t begin = n * t / threads, end = n * (t + 1) / threads;
+        fn(begin, end);
+    };
+    auto parallel = [&](auto&& fn) {
+        std::vector<std::thread> pool;
+        for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { slice(t, fn); });
+        slice(0, fn);
+        for (auto& th : pool) th.join();
+    };
+    parallel([&](size_t begin, size_t end) {  // first touch by the thread that will use the pages
+        for (size_t i = begin; i < end; ++i) a[i] = 0.0, b[i] = 1.0, c[i] = 2.0;
+    });
+    for (auto _ : state) {
+        parallel([&](size_t begin, size_t end) {
+            for (size_t i = begin; i < end; ++i) a[i] = b[i] + 3.0 * c[i];
+        });
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(3 * n * sizeof(double)));
+}
+
+// One backend per thread count, its streams prefilled once per context.
+struct Fixture {
+    std::unique_ptr<CpuBackend> backend;
+    int32_t context = -1;
+};
+std::map<int, Fixture> g_fixtures;
+
+CpuBackend& backend_for(int threads, int32_t context) {
+    Fixture& f = g_fixtures[threads];
+    if (!f.backend) {
+        f.backend = tf::model::load_cpu_backend(g_model_dir, threads, tf::model::kernels::best_isa());
+        for (int s = 0; s < 8; ++s) f.backend->open_stream(s, 1024 + 64 + 1);
+    }
+    if (f.context != context) {
+        for (int s = 0; s < 8; ++s) {
+            f.backend->truncate(s, 0);
+            std::vector<Row> rows;
+            for (int32_t i = 0; i < context; ++i) rows.push_back({s, i, (i * 7919 + s * 31) % 8000 + 1, false});
+            std::vector<float> logits;
+            for (size_t at = 0; at < rows.size(); at += 64) {
+                f.backend->forward(std::span(rows).subspan(at, std::min<size_t>(64, rows.size() - at)), logits);
+            }
+        }
+        f.context = context;
+    }
+    return *f.backend;
+}
+
+// M rows at the end of the context: one stream (a verify-style chain of M
+// tokens) or eight (M/8 each; M < 8: M streams with one row). Every row asks
+// for logits, as in verification. The streams are cut back after each pass.
+void forward(benchmark::State& state) {
+    const auto M = static_cast<int32_t>(state.range(0));
+    const auto context = static_cast<int32_t>(state.range(1));
+    const auto streams = static_cast<int32_t>(state.range(2));
+    const auto threads = static_cast<int>(state.range(3));
+    CpuBackend& backend = backend_for(threads, context);
+    const int32_t used = std::min(streams, M);
+    std::vector<Row> rows;
+    for (int32_t s = 0; s < used; ++s) {
+        const int32_t per = M / used + (s < M % used ? 1 : 0);
+        for (int32_t i = 0; i < per; ++i) rows.push_back({s, context + i, (s * 131 + i * 17) % 8000 + 1, true});
+    }
+    std::vector<float> logits;
+    for (auto _ : state) {
+        backend.forward(rows, logits);
+        for (int32_t s = 0; s < used; ++s) backend.truncate(s, context);
+        benchmark::DoNotOptimize(logits.data());
+    }
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(M), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Keeps each run's time to build the markdown table after the console one.
+class TableReporter : public benchmark::ConsoleReporter {
+public:
+    struct Entry {
+        std::string name;
+        double seconds;
+        double bytes_per_second;
+    };
+    std::vector<Entry> entries;
+    void ReportRuns(const std::vector<Run>& runs) override {
+        for (const Run& run : runs) {
+            if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+            const double seconds = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+            auto it = run.counters.find("bytes_per_second");
+            entries.push_back({run.benchmark_name(), seconds, it == run.counters.end() ? 0.0 : double(it->second)});
+        }
+        ConsoleReporter::ReportRuns(runs);
+    }
+};
+
+void print_tables(const TableReporter& r) {
+    std::map<int, double> bandwidth;  // threads -> GB/s
+    std::map<std::string, double> seconds;
+    for (const auto& e : r.entries) {
+        if (e.name.rfind("triad/", 0) == 0) {
+            bandwidth[std::stoi(e.name.substr(6))] = e.bytes_per_second / 1e9;
+        } else {
+            seconds[e.name] = e.seconds;
+        }
+    }
+    const double weight_bytes = static_cast<double>(backend_for(1, std::max(0, g_fixtures[1].context)).weights().matmul_bytes());
+    std::printf("\n## Model: CPU forward (issue 3) -- tables\n\n");
+    std::printf("SIMD path: %s. Weights read per forward by the matmuls: %.1f MB.\n\n",
+                tf::model::kernels::isa_name(tf::model::kernels::best_isa()), weight_bytes / 1e6);
+    std::printf("| threads | triad GB/s | roofline tok/s (weights / bandwidth) |\n|---|---|---|\n");
+    for (auto [threads, gbs] : bandwidth) std::printf("| %d | %.1f | %.0f |\n", threads, gbs, gbs * 1e9 / weight_bytes);
+    for (int threads : {1, 2}) {
+        std::printf("\n%d thread%s: forward time (ms), tokens/s, cost(M)/cost(1)\n\n", threads, threads > 1 ? "s" : "");
+        std::printf("| M | ctx 0, 1 stream | ctx 0, 8 streams | ctx 1024, 1 stream | ctx 1024, 8 streams |\n|---|---|---|---|---|\n");
+        for (int32_t M : kRowsList) {
+            std::printf("| %d |", M);
+            for (int context : {0, 1024}) {
+                for (int streams : {1, 8}) {
+                    auto key = [&](int32_t m) {
+                        return "forward/" + std::to_string(m) + "/" + std::to_string(context) + "/" + std::to_string(streams) +
+                               "/" + std::to_string(threads) + "/real_time";
+                    };
+                    auto it = seconds.find(key(M)), one = seconds.find(key(1));
+                    if (it == seconds.end() || one == seconds.end()) {
+                        std::printf(" - |");
+                        continue;
+                    }
+                    std::printf(" %.2f ms, %.0f tok/s, %.2fx |", it->second * 1e3, M / it->second, it->second / one->second);
+                }
+            }
+            std::printf("\n");
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+        if (std::strncmp(argv[i], "--model=", 8) == 0) {
+            g_model_dir = argv[i] + 8;
+        } else {
+            args.push_back(argv[i]);
+        }
+    }
+    int count = static_cast<int>(args.size());
+    benchmark::Initialize(&count, args.data());
+    benchmark::RegisterBenchmark("triad", triad)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (int threads : {1, 2}) {
+        for (int context : {0, 1024}) {
+            for (int streams : {1, 8}) {
+                for (int32_t M : kRowsList) {
+                    benchmark::RegisterBenchmark("forward", forward)
+                        ->Args({M, context, streams, threads})
+                        ->UseRealTime()
+                        ->MinTime(0.3)
+                        ->Unit(benchmark::kMillisecond);
+                }
+            }
+        }
+    }
+    TableReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    print_tables(reporter);
+    benchmark::Shutdown();
+    return 0;
+}

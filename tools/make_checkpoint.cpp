@@ -1,0 +1,83 @@
+// make-checkpoint: writes a Hugging Face model directory with seeded random
+// weights (never zeros) for a given architecture and shape -- tiny ones for
+// tests, Qwen3-8B / Llama-3-8B shapes for GPU benchmarks -- with a tokenizer
+// copied from another directory.
+//
+//   make-checkpoint --preset tiny-qwen3 --seed 7 --out /tmp/m
+//   make-checkpoint --preset qwen3-8b --tokenizer-from models/tinycode --out /data/q8b
+//   make-checkpoint --arch LlamaForCausalLM --hidden 128 --layers 2 --heads 4 --kv-heads 2
+//       --head-dim 32 --intermediate 256 --vocab 512 --dtype f16 --shards 2 --out /tmp/l
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "model/checkpoint_writer.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"Write a Hugging Face model directory with seeded random weights", "make-checkpoint"};
+    std::string preset = "tiny-llama", out, tokenizer_from, dtype = "bf16", rope_scaling = "none";
+    tf::model::CheckpointSpec flags;
+    app.add_option("--preset", preset,
+                   "Starting shape: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, qwen3-8b, llama3-8b")
+        ->capture_default_str();
+    app.add_option("--out", out, "Directory to write (created)")->required();
+    app.add_option("--tokenizer-from", tokenizer_from, "Copy tokenizer.json and friends from this directory");
+    auto* arch = app.add_option("--arch", flags.architecture,
+                                "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM")
+                     ->check(CLI::IsMember({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                                            "Qwen3ForCausalLM"}));
+    auto* hidden = app.add_option("--hidden", flags.hidden_size, "hidden_size")->check(CLI::PositiveNumber);
+    auto* layers = app.add_option("--layers", flags.num_layers, "num_hidden_layers")->check(CLI::PositiveNumber);
+    auto* heads = app.add_option("--heads", flags.num_heads, "num_attention_heads")->check(CLI::PositiveNumber);
+    auto* kv_heads = app.add_option("--kv-heads", flags.num_kv_heads, "num_key_value_heads")->check(CLI::PositiveNumber);
+    auto* head_dim = app.add_option("--head-dim", flags.head_dim, "head_dim")->check(CLI::PositiveNumber);
+    auto* inter = app.add_option("--intermediate", flags.intermediate_size, "intermediate_size")->check(CLI::PositiveNumber);
+    auto* vocab = app.add_option("--vocab", flags.vocab_size, "vocab_size")->check(CLI::PositiveNumber);
+    auto* tied = app.add_option("--tied", flags.tie_word_embeddings, "tie_word_embeddings (true/false)");
+    auto* bias = app.add_option("--attention-bias", flags.attention_bias, "attention_bias for Llama/Qwen3 (true/false)");
+    auto* theta = app.add_option("--rope-theta", flags.rope_theta, "rope_theta");
+    auto* window = app.add_option("--sliding-window", flags.sliding_window, "Mistral sliding_window (0: none)");
+    auto* shards = app.add_option("--shards", flags.shards, "Safetensors files (> 1: sharded with an index)")
+                       ->check(CLI::Range(1, 1000));
+    auto* seed = app.add_option("--seed", flags.seed, "Random seed: same seed and shape, same bytes");
+    app.add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str()->check(CLI::IsMember({"bf16", "f16", "f32"}));
+    app.add_option("--rope-scaling", rope_scaling, "none or llama3")->capture_default_str()->check(CLI::IsMember({"none", "llama3"}));
+    bool rope_parameters = false;
+    app.add_flag("--rope-parameters", rope_parameters, "Write rope_theta inside rope_parameters (transformers 5 style)");
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        tf::model::CheckpointSpec spec = tf::model::preset_spec(preset);
+        // Flags given on the command line override the preset.
+        if (arch->count()) spec.architecture = flags.architecture;
+        if (hidden->count()) spec.hidden_size = flags.hidden_size;
+        if (layers->count()) spec.num_layers = flags.num_layers;
+        if (heads->count()) spec.num_heads = flags.num_heads;
+        if (kv_heads->count()) spec.num_kv_heads = flags.num_kv_heads;
+        if (head_dim->count()) spec.head_dim = flags.head_dim;
+        if (inter->count()) spec.intermediate_size = flags.intermediate_size;
+        if (vocab->count()) spec.vocab_size = flags.vocab_size;
+        if (tied->count()) spec.tie_word_embeddings = flags.tie_word_embeddings;
+        if (bias->count()) spec.attention_bias = flags.attention_bias;
+        if (theta->count()) spec.rope_theta = flags.rope_theta;
+        if (window->count()) spec.sliding_window = flags.sliding_window;
+        if (shards->count()) spec.shards = flags.shards;
+        if (seed->count()) spec.seed = flags.seed;
+        spec.dtype = dtype == "f32" ? tf::model::DType::f32 : dtype == "f16" ? tf::model::DType::f16 : tf::model::DType::bf16;
+        spec.llama3_rope_scaling = rope_scaling == "llama3";
+        spec.rope_parameters = rope_parameters;
+        if (spec.num_heads % spec.num_kv_heads != 0) {
+            std::fprintf(stderr, "make-checkpoint: --heads must be a multiple of --kv-heads\n");
+            return 2;
+        }
+        for (int32_t& id : spec.eos_token_ids) id = std::min(id, spec.vocab_size - 1);
+        tf::model::write_checkpoint(spec, out, tokenizer_from);
+        std::printf("make-checkpoint: wrote %s (%s, seed %llu)\n", out.c_str(), spec.architecture.c_str(),
+                    static_cast<unsigned long long>(spec.seed));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "make-checkpoint: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
