@@ -71,7 +71,11 @@ inline void attention(const KernelTable& kernels, ThreadPool& pool, const float*
         std::vector<float>& scores = scratch[static_cast<size_t>(begin)];
         if (scores.size() < static_cast<size_t>(longest)) scores.resize(static_cast<size_t>(longest));
         for (int64_t unit = begin; unit < end; ++unit) {
-            const auto m = static_cast<int32_t>(unit / num_heads), h = static_cast<int32_t>(unit % num_heads);
+            // Head-major: consecutive units are one head (then the next head
+            // of the same KV group) over consecutive rows, so a stream's
+            // keys and values stay in L2 from one row to the next instead of
+            // being streamed again from L3 for every (row, head).
+            const auto h = static_cast<int32_t>(unit / M), m = static_cast<int32_t>(unit % M);
             const AttentionRow& row = rows[m];
             const size_t kv = static_cast<size_t>(h / group) * row.head_stride;
             const size_t at = m * row_floats + static_cast<size_t>(h) * head_dim;
