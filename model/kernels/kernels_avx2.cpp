@@ -2,6 +2,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
+#include <vector>
 
 #include "model/kernels/isa.h"
 #include "model/kernels/vec16_avx2.h"
