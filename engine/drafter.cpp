@@ -4,11 +4,30 @@
 
 namespace tf::engine {
 
+namespace {
+
+// The per-token landing probability of record copies with this match length,
+// from how the bucket's earlier copies landed (optimistic before any).
+double copy_landing_probability(const recall::LandingSnapshot& landing, uint32_t match_length) {
+    const recall::BucketLanding& bucket = landing.buckets[static_cast<size_t>(recall::bucket_of(match_length))];
+    if (bucket.tokens_drafted == 0) return 0.9;
+    return std::clamp(static_cast<double>(bucket.tokens_landed) / static_cast<double>(bucket.tokens_drafted), 0.05, 0.99);
+}
+
+}  // namespace
+
 Draft Drafter::next_draft(Stream& stream) const {
     const int32_t room = std::min(options_.max_draft, stream.draft_room());
+    stream.offer_state().start_round();
     if (room <= 0) return {};
-    if (options_.own_context) return own_context_draft(stream, room);
-    return {};
+    // Own context first; the record only when the policy expects its copy to
+    // land more than the stream's own drafts have lately (ties: own context).
+    Draft own = options_.own_context ? own_context_draft(stream, room) : Draft{};
+    if (record_ && stream.offer_state().may_ask_record()) {
+        Draft copy = record_draft(stream, room, stream.offer_state().own_expected_landed());
+        if (copy.source == DraftSource::record) return copy;
+    }
+    return own;
 }
 
 Draft Drafter::own_context_draft(Stream& stream, int32_t room) const {
@@ -21,6 +40,36 @@ Draft Drafter::own_context_draft(Stream& stream, int32_t room) const {
     draft.match_length = match.length;
     draft.tokens = stream.context().continuation(match, window);
     return draft;
+}
+
+Draft Drafter::record_draft(Stream& stream, int32_t room, double own_expected) const {
+    Draft draft;
+    const std::vector<TokenId>& tokens = stream.context().tokens();
+    const size_t tail = std::min<size_t>(tokens.size(), kLookupTail);
+    std::vector<uint32_t> ids(tokens.end() - static_cast<std::ptrdiff_t>(tail), tokens.end());
+    recall::Match match = record_->lookup(ids, static_cast<uint32_t>(room));
+    if (match.length < recall::Index::kKeyIds || match.continuation.empty()) return draft;
+    const auto available = static_cast<uint32_t>(match.continuation.size());
+    if (record_->offers().decide(match.length, own_expected, available) == recall::OfferKind::none) return draft;
+    // A copy is as long as it pays: the window under this bucket's landing.
+    const double p = copy_landing_probability(record_->offers().snapshot(), match.length);
+    const int32_t window = std::max(1, best_window(cost_, p, static_cast<int32_t>(available)));
+    draft.source = DraftSource::record;
+    draft.match_length = static_cast<int32_t>(match.length);
+    draft.tokens.assign(match.continuation.begin(), match.continuation.begin() + window);
+    return draft;
+}
+
+void Drafter::after_landing(Stream& stream) const {
+    const Draft& draft = stream.draft();
+    const auto landed = static_cast<uint32_t>(stream.last_landed_drafts());
+    if (draft.source == DraftSource::record) {
+        record_->offers().record_outcome(static_cast<uint32_t>(draft.match_length),
+                                         static_cast<uint32_t>(draft.tokens.size()), landed);
+        stream.offer_state().record_copy_outcome(landed);
+    } else {
+        stream.offer_state().record_own_drafts(draft.source == DraftSource::own_context ? landed : 0);
+    }
 }
 
 }  // namespace tf::engine

@@ -3,13 +3,19 @@
 // record copy is expected to land more, from the record. The draft is as
 // long as it pays under the backend's cost curve.
 //
-// Seed: "The stream's own context is asked first, and wins ties."
+// Seed: "A copy is offered when the record's continuation of the stream's
+// last 16 tokens or more is expected to land more tokens than the stream's
+// own drafts have lately." ... "The stream's own context is asked first,
+// and wins ties."
 //
-// Not thread-safe (one per engine thread).
+// The record-wide policy lives in recall::Record::offers() (thread-safe);
+// each stream carries its own recall::StreamOfferState.
+// Not thread-safe (one per engine thread); the record may be shared.
 #pragma once
 
 #include "engine/draft_window.h"
 #include "engine/stream.h"
+#include "recall/record.h"
 
 namespace tf::engine {
 
@@ -20,17 +26,28 @@ struct DrafterOptions {
 
 class Drafter {
 public:
-    Drafter(CostCurve cost, DrafterOptions options) : cost_(std::move(cost)), options_(options) {}
+    // `record` may be null (Recall off).
+    Drafter(CostCurve cost, DrafterOptions options, recall::Record* record = nullptr)
+        : cost_(std::move(cost)), options_(options), record_(record) {}
 
     Draft next_draft(Stream& stream) const;
+    // After the stream's round landed: feeds the outcome to the policies.
+    void after_landing(Stream& stream) const;
 
     const CostCurve& cost() const { return cost_; }
+    recall::Record* record() const { return record_; }
+
+    // How many of the stream's last tokens a record lookup is given: enough
+    // to tell the 64-or-more bucket from the shorter ones, with room to spare.
+    static constexpr int32_t kLookupTail = 256;
 
 private:
     Draft own_context_draft(Stream& stream, int32_t room) const;
+    Draft record_draft(Stream& stream, int32_t room, double own_expected) const;
 
     CostCurve cost_;
     DrafterOptions options_;
+    recall::Record* record_;
 };
 
 }  // namespace tf::engine

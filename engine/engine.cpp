@@ -5,12 +5,14 @@
 
 namespace tf::engine {
 
-Engine::Engine(model::Backend& backend, CostCurve cost, EngineOptions options, TextDecoderFactory decoders)
+Engine::Engine(model::Backend& backend, CostCurve cost, EngineOptions options, TextDecoderFactory decoders,
+               recall::Record* record)
     : backend_(backend),
+      record_(record),
       options_(options),
       ctx_size_(options.ctx_size > 0 ? options.ctx_size : backend.config().max_position_embeddings),
       decoders_(std::move(decoders)),
-      drafter_(std::move(cost), options.drafter),
+      drafter_(std::move(cost), options.drafter, record),
       lanes_(backend, drafter_, options.lanes),
       prompt_cache_(options.prompt_cache_tokens) {}
 
@@ -67,8 +69,21 @@ void Engine::admit() {
     }
 }
 
+void Engine::add_to_record(const Stream& stream) {
+    // Seed: "Each request adds the part of its prompt that no earlier request
+    // read, from where the prompt cache resumed it, and its reply when the
+    // reply ends." One add keeps the prompt and its reply one segment, so a
+    // later request ending like this prompt finds this reply after it.
+    const std::vector<TokenId>& tokens = stream.context().tokens();
+    const int32_t end = stream.kv_length() < stream.prompt_length() ? stream.kv_length() : stream.context().size();
+    if (end <= stream.resume_point()) return;
+    std::vector<uint32_t> ids(tokens.begin() + stream.resume_point(), tokens.begin() + end);
+    record_->add(ids);
+}
+
 void Engine::retire(std::unique_ptr<Stream> stream) {
     totals_ += stream->counters();
+    if (record_) add_to_record(*stream);
     const int32_t kept = std::min(backend_.stream_length(stream->kv()), stream->context().size());
     if (backend_.stream_length(stream->kv()) > kept) backend_.truncate(stream->kv(), kept);
     const auto& tokens = stream->context().tokens();

@@ -39,7 +39,10 @@ struct Completion {
 
 class Engine {
 public:
-    Engine(model::Backend& backend, CostCurve cost, EngineOptions options, TextDecoderFactory decoders = nullptr);
+    // `record` may be null (Recall off); a read-only or following record is
+    // drafted from and never added to (the record enforces its state).
+    Engine(model::Backend& backend, CostCurve cost, EngineOptions options, TextDecoderFactory decoders = nullptr,
+           recall::Record* record = nullptr);
     ~Engine();
 
     // Queues a request; it joins the lanes when a stream slot is free.
@@ -63,8 +66,10 @@ public:
 private:
     void admit();
     void retire(std::unique_ptr<Stream> stream);
+    void add_to_record(const Stream& stream);
 
     model::Backend& backend_;
+    recall::Record* record_;
     EngineOptions options_;
     int32_t ctx_size_;
     TextDecoderFactory decoders_;

@@ -4,7 +4,7 @@
 
 namespace tf::engine {
 
-Lanes::Lanes(model::Backend& backend, const Drafter& drafter, LanesOptions options)
+Lanes::Lanes(model::Backend& backend, Drafter& drafter, LanesOptions options)
     : backend_(backend), drafter_(drafter), options_(options) {}
 
 Round Lanes::next_round() {
@@ -44,6 +44,7 @@ std::vector<StreamUpdate> Lanes::land(const Round& round, const std::vector<floa
                                           static_cast<size_t>(round.logits_rows[s]) * vocab);
         StreamUpdate update;
         const int32_t keep = stream.land(rows, vocab, update);
+        if (stream.verified_last_round()) drafter_.after_landing(stream);
         // Rejected drafts (and anything past a stop) leave the KV cache.
         if (backend_.stream_length(stream.kv()) > keep) backend_.truncate(stream.kv(), keep);
         if (!update.tokens.empty() || !update.text.empty() || update.finish != FinishReason::running) {

@@ -35,7 +35,7 @@ struct Round {
 
 class Lanes {
 public:
-    Lanes(model::Backend& backend, const Drafter& drafter, LanesOptions options);
+    Lanes(model::Backend& backend, Drafter& drafter, LanesOptions options);
 
     void add(std::unique_ptr<Stream> stream) { streams_.push_back(std::move(stream)); }
     size_t size() const { return streams_.size(); }
@@ -49,7 +49,7 @@ public:
 
 private:
     model::Backend& backend_;
-    const Drafter& drafter_;
+    Drafter& drafter_;
     LanesOptions options_;
     std::vector<std::unique_ptr<Stream>> streams_;
 };

@@ -1,5 +1,7 @@
 #include "engine/stream.h"
 
+#include "engine/verify.h"
+
 #include <algorithm>
 #include <cassert>
 
@@ -81,6 +83,7 @@ int32_t Stream::land(std::span<const float> logits, int32_t vocab, StreamUpdate&
     update.request = request_;
     const int32_t rows = rows_in_flight_;
     rows_in_flight_ = 0;
+    verified_last_round_ = false;
     if (finished()) {
         // Cancelled while the round was in flight: keep nothing it appended.
         update.finish = finish_;
@@ -93,24 +96,22 @@ int32_t Stream::land(std::span<const float> logits, int32_t vocab, StreamUpdate&
         pending_ = sample(logits.first(static_cast<size_t>(vocab)), spec_.sampling, prompt_length());
         accept(pending_, update);
     } else {
-        // Verification. Row i's logits give the token at kv_length + 1 + i; the
-        // draft token there lands iff it equals the token sampled there
-        // (DESIGN.md 4), and the first token that differs is the round's own.
-        const int32_t drafted = static_cast<int32_t>(draft_.tokens.size());
         const int32_t base = kv_length_;
+        const int32_t drafted = static_cast<int32_t>(draft_.tokens.size());
+        const Verdict verdict = verify(logits, vocab, draft_.tokens, spec_.sampling, base + 1);
         int32_t landed = 0;
-        bool running = true;
-        for (int32_t i = 0; i <= drafted && running; ++i) {
-            const TokenId token = sample(logits.subspan(static_cast<size_t>(i) * vocab, static_cast<size_t>(vocab)),
-                                         spec_.sampling, base + 1 + i);
-            const bool draft_landed = i < drafted && token == draft_.tokens[i];
-            running = accept(token, update);
-            pending_ = token;
-            if (!draft_landed) break;
-            ++landed;
+        for (size_t i = 0; i < verdict.tokens.size(); ++i) {
+            pending_ = verdict.tokens[i];
+            const bool running = accept(pending_, update);
+            // A landed draft token is in the KV cache; the round's own token is not yet.
+            if (static_cast<int32_t>(i) < verdict.landed_drafts) ++landed;
+            if (!running) break;
         }
         kv_length_ = base + 1 + landed;  // the pending token and the drafts that landed
+        // Statistics count what the model accepted, even past a stop in this round.
+        landed = verdict.landed_drafts;
         last_landed_drafts_ = landed;
+        verified_last_round_ = true;
         ++counters_.rounds;
         if (draft_.source == DraftSource::own_context) {
             counters_.own_drafted += drafted;

@@ -21,6 +21,7 @@
 #include "engine/request.h"
 #include "engine/stop_strings.h"
 #include "engine/text_decoder.h"
+#include "recall/policy.h"
 
 namespace tf::engine {
 
@@ -58,6 +59,7 @@ public:
     const ContextIndex& context() const { return context_; }
     const DraftCounters& counters() const { return counters_; }
     LandingRate& own_rate() { return own_rate_; }
+    recall::StreamOfferState& offer_state() { return offer_state_; }
 
     // The most draft tokens this stream can use now: room in its KV cache
     // and in its max_tokens.
@@ -76,6 +78,8 @@ public:
     // The draft of the round in flight (for statistics after landing).
     const Draft& draft() const { return draft_; }
     int32_t last_landed_drafts() const { return last_landed_drafts_; }
+    // True when the round just landed verified a decode row (not prefill).
+    bool verified_last_round() const { return verified_last_round_; }
 
 private:
     // Takes a landed token; false once the reply has ended.
@@ -95,6 +99,8 @@ private:
     std::vector<TokenId> reply_;
     ContextIndex context_;
     LandingRate own_rate_;
+    recall::StreamOfferState offer_state_;
+    bool verified_last_round_ = false;
     DraftCounters counters_;
     std::unique_ptr<TextDecoder> decoder_;
     StopStringMatcher stops_;

@@ -1,0 +1,116 @@
+// The identity guarantee. Seed: "The target model verifies every copied
+// token, so replies are the same tokens with Recall on, off or read-only."
+// DESIGN.md 1: "A reply is the same token sequence with Recall off, on, or
+// read-only, for the same request and seed, whatever else the server is
+// serving at the same time."
+#include <gtest/gtest.h>
+
+#include "engine_fixture.h"
+
+namespace tf::engine {
+namespace {
+
+using namespace testing;
+
+// 208 cases: fresh prompts, regenerated requests (same prompt and seed as an
+// earlier case) and prompts that paste an earlier reply, with greedy and
+// sampled decoding; grouped into concurrent mixes of 1 to 16 streams.
+class IdentityTest : public ::testing::Test {
+protected:
+    static constexpr int kBaseCases = 96;
+    static constexpr int32_t kMaxTokens = 24;
+
+    void SetUp() override {
+        std::mt19937 rng(20261130);
+        auto random_tokens = [&](int n) {
+            std::vector<TokenId> t;
+            std::uniform_int_distribution<int> id(0, 8188);
+            for (int i = 0; i < n; ++i) t.push_back(id(rng));
+            return t;
+        };
+        const float temperatures[] = {0.0f, 0.7f, 1.0f};
+        const float top_ps[] = {1.0f, 0.9f};
+        for (int i = 0; i < kBaseCases; ++i) {
+            std::vector<TokenId> prompt = random_tokens(8 + static_cast<int>(rng() % 40));
+            cases_.push_back({make_request(prompt, temperatures[i % 3], top_ps[(i / 3) % 2], rng(), kMaxTokens), "fresh"});
+        }
+        // Reference: each case alone, no drafts at all.
+        for (auto& c : cases_) reference_.push_back(alone(c.request));
+        for (int i = 0; i < 56; ++i) {  // regenerated requests
+            const size_t from = rng() % kBaseCases;
+            cases_.push_back({cases_[from].request, "regenerated"});
+            reference_.push_back(reference_[from]);
+        }
+        for (int i = 0; i < 56; ++i) {  // an agent pasting an earlier reply into its prompt
+            const size_t from = rng() % kBaseCases;
+            std::vector<TokenId> prompt = random_tokens(6);
+            const auto& earlier = cases_[from].request.prompt;
+            prompt.insert(prompt.end(), earlier.begin(), earlier.end());
+            prompt.insert(prompt.end(), reference_[from].begin(), reference_[from].end());
+            prompt.insert(prompt.end(), earlier.begin(), earlier.end());
+            GenerationRequest r = make_request(prompt, temperatures[i % 3], 1.0f, rng(), kMaxTokens);
+            cases_.push_back({r, "pasted"});
+            reference_.push_back(alone(r));
+        }
+        // Concurrent mixes of 1..16 streams.
+        for (size_t begin = 0, size = 1; begin < cases_.size(); begin += size, size = size % 16 + 1) {
+            groups_.push_back({begin, std::min(cases_.size(), begin + size)});
+        }
+    }
+
+    static std::vector<TokenId> alone(const GenerationRequest& r) {
+        Engine engine(tinycode(), CostCurve::flat(64), plain_options());
+        return engine.generate(r).tokens;
+    }
+
+    // Runs every group through `engine` and checks each reply against the reference.
+    void expect_identical(Engine& engine, const char* mode) {
+        for (auto [begin, end] : groups_) {
+            std::vector<GenerationRequest> requests;
+            for (size_t i = begin; i < end; ++i) requests.push_back(cases_[i].request);
+            std::vector<std::vector<TokenId>> replies = run_together(engine, requests);
+            for (size_t i = begin; i < end; ++i) {
+                ASSERT_EQ(replies[i - begin], reference_[i])
+                    << mode << ": case " << i << " (" << cases_[i].kind << ") in a group of " << end - begin;
+            }
+        }
+    }
+
+    std::vector<Case> cases_;
+    std::vector<std::vector<TokenId>> reference_;
+    std::vector<std::pair<size_t, size_t>> groups_;
+};
+
+TEST_F(IdentityTest, TwoHundredCasesAreIdenticalWithRecallOffOnAndReadOnly) {
+    ASSERT_GE(cases_.size(), 200u);
+    {
+        Engine off(tinycode(), CostCurve::flat(64), EngineOptions{});
+        expect_identical(off, "recall off (own-context drafts)");
+        EXPECT_GT(off.totals().own_drafted, 0);
+    }
+    TempDir dir("identity");
+    {
+        auto record = open_record(dir.path(), false);
+        Engine on(tinycode(), CostCurve::flat(64), EngineOptions{}, nullptr, record.get());
+        expect_identical(on, "recall on");
+        EXPECT_GT(on.totals().copies_offered, 0) << "regenerated requests must be drafted from the record";
+        EXPECT_GT(on.totals().copy_landed, 0);
+    }
+    {
+        auto record = open_record(dir.path(), true);
+        ASSERT_EQ(record->state(), recall::RecallState::read_only);
+        const uint64_t ids_before = record->stats().ids;
+        Engine read_only(tinycode(), CostCurve::flat(64), EngineOptions{}, nullptr, record.get());
+        expect_identical(read_only, "recall read-only");
+        EXPECT_GT(read_only.totals().copies_offered, 0);
+        EXPECT_EQ(record->stats().ids, ids_before) << "read-only adds nothing";
+    }
+}
+
+TEST_F(IdentityTest, ConcurrentMixesWithoutDraftsMatchEachStreamAlone) {
+    Engine plain(tinycode(), CostCurve::flat(64), plain_options());
+    expect_identical(plain, "no drafts, concurrent");
+}
+
+}  // namespace
+}  // namespace tf::engine
