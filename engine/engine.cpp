@@ -84,7 +84,7 @@ void Engine::add_to_record(const Stream& stream) {
 void Engine::retire(std::unique_ptr<Stream> stream) {
     totals_ += stream->counters();
     if (record_) add_to_record(*stream);
-    const int32_t kept = std::min(backend_.stream_length(stream->kv()), stream->context().size());
+    const int32_t kept = std::min(backend_.stream_length(stream->kv()), stream->kept_length());
     if (backend_.stream_length(stream->kv()) > kept) backend_.truncate(stream->kv(), kept);
     const auto& tokens = stream->context().tokens();
     for (StreamId kv : prompt_cache_.adopt(stream->kv(), std::vector<TokenId>(tokens.begin(), tokens.begin() + kept))) {

@@ -26,12 +26,15 @@ struct LanesOptions {
 };
 
 struct Round {
-    std::vector<model::Row> rows;
-    std::vector<Stream*> streams;          // in row order
-    std::vector<int32_t> first_logits;     // per stream: index of its first logits row
-    std::vector<int32_t> logits_rows;      // per stream: how many logits rows it has
+    std::vector<model::Row> rows;        // every stream's rows, concatenated
+    std::vector<Stream*> streams;        // in row order
+    std::vector<StreamRows> parts;       // per stream: what it put in
+    std::vector<int32_t> first_logits;   // per stream: index of its first logits row
     bool empty() const { return rows.empty(); }
 };
+
+// Appends one stream's rows to a round.
+void add_to_round(Round& round, Stream* stream, StreamRows part);
 
 class Lanes {
 public:

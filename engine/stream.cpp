@@ -30,29 +30,35 @@ int32_t Stream::draft_room() const {
     return std::max(0, std::min(kv_room, reply_room));
 }
 
-int32_t Stream::add_rows(std::vector<model::Row>& rows, int32_t prefill_budget, Draft draft) {
+StreamRows Stream::next_rows(int32_t prefill_budget, Draft draft) {
     assert(!finished());
+    StreamRows out;
+    out.kv = kv_;
+    out.sampling = spec_.sampling;
     if (prefilling()) {
         const int32_t count = std::min(prefill_budget, prompt_length() - kv_length_);
         for (int32_t i = 0; i < count; ++i) {
             const int32_t position = kv_length_ + i;
-            rows.push_back({kv_, position, spec_.prompt[position], position == prompt_length() - 1});
+            out.rows.push_back({kv_, position, spec_.prompt[position], position == prompt_length() - 1});
         }
-        rows_in_flight_ = count;
-        prompt_done_this_round_ = kv_length_ + count == prompt_length();
+        out.prefill = true;
+        out.samples = kv_length_ + count == prompt_length();
+        out.first_position = prompt_length();
         draft_ = Draft{};
-        return count;
+    } else {
+        draft.tokens.resize(std::min<size_t>(draft.tokens.size(), static_cast<size_t>(draft_room())));
+        if (draft.tokens.empty()) draft.source = DraftSource::none;
+        draft_ = std::move(draft);
+        out.rows.push_back({kv_, kv_length_, pending_, true});
+        for (size_t i = 0; i < draft_.tokens.size(); ++i) {
+            out.rows.push_back({kv_, kv_length_ + 1 + static_cast<int32_t>(i), draft_.tokens[i], true});
+        }
+        out.draft = draft_.tokens;
+        out.samples = true;
+        out.first_position = kv_length_ + 1;
     }
-    draft.tokens.resize(std::min<size_t>(draft.tokens.size(), static_cast<size_t>(draft_room())));
-    if (draft.tokens.empty()) draft.source = DraftSource::none;
-    draft_ = std::move(draft);
-    rows.push_back({kv_, kv_length_, pending_, true});
-    for (size_t i = 0; i < draft_.tokens.size(); ++i) {
-        rows.push_back({kv_, kv_length_ + 1 + static_cast<int32_t>(i), draft_.tokens[i], true});
-    }
-    rows_in_flight_ = 1 + static_cast<int32_t>(draft_.tokens.size());
-    prompt_done_this_round_ = false;
-    return rows_in_flight_;
+    in_flight_ = out;
+    return out;
 }
 
 bool Stream::accept(TokenId token, StreamUpdate& update) {
@@ -79,37 +85,26 @@ bool Stream::accept(TokenId token, StreamUpdate& update) {
     return !finished();
 }
 
-int32_t Stream::land(std::span<const float> logits, int32_t vocab, StreamUpdate& update) {
+void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
     update.request = request_;
-    const int32_t rows = rows_in_flight_;
-    rows_in_flight_ = 0;
+    const StreamRows sent = std::move(in_flight_);
+    in_flight_ = StreamRows{};
     verified_last_round_ = false;
-    if (finished()) {
-        // Cancelled while the round was in flight: keep nothing it appended.
+    if (finished()) {  // cancelled while the round was in flight
         update.finish = finish_;
-        return std::min(kv_length_, context_.size());
+        return;
     }
-    if (prefilling()) {
-        kv_length_ += rows;
-        if (!prompt_done_this_round_) return kv_length_;
-        // The last prompt row's logits give the reply's first token.
-        pending_ = sample(logits.first(static_cast<size_t>(vocab)), spec_.sampling, prompt_length());
-        accept(pending_, update);
+    kv_length_ = kv_after(sent, verdict);
+    if (sent.prefill) {
+        if (sent.samples) accept(verdict.tokens.front(), update);
     } else {
-        const int32_t base = kv_length_;
-        const int32_t drafted = static_cast<int32_t>(draft_.tokens.size());
-        const Verdict verdict = verify(logits, vocab, draft_.tokens, spec_.sampling, base + 1);
-        int32_t landed = 0;
-        for (size_t i = 0; i < verdict.tokens.size(); ++i) {
-            pending_ = verdict.tokens[i];
-            const bool running = accept(pending_, update);
-            // A landed draft token is in the KV cache; the round's own token is not yet.
-            if (static_cast<int32_t>(i) < verdict.landed_drafts) ++landed;
-            if (!running) break;
+        for (TokenId token : verdict.tokens) {
+            pending_ = token;
+            if (!accept(token, update)) break;
         }
-        kv_length_ = base + 1 + landed;  // the pending token and the drafts that landed
         // Statistics count what the model accepted, even past a stop in this round.
-        landed = verdict.landed_drafts;
+        const auto drafted = static_cast<int32_t>(draft_.tokens.size());
+        const int32_t landed = verdict.landed_drafts;
         last_landed_drafts_ = landed;
         verified_last_round_ = true;
         ++counters_.rounds;
@@ -123,6 +118,7 @@ int32_t Stream::land(std::span<const float> logits, int32_t vocab, StreamUpdate&
             counters_.copy_landed += landed;
         }
     }
+    if (sent.prefill && sent.samples) pending_ = verdict.tokens.front();
     if (finished() && decoder_) {
         StopStringMatcher::Result tail = stops_.feed(decoder_->flush());
         update.text += tail.emit;
@@ -130,8 +126,6 @@ int32_t Stream::land(std::span<const float> logits, int32_t vocab, StreamUpdate&
         if (tail.stopped) finish_ = FinishReason::stop_string;
     }
     update.finish = finish_;
-    // Positions past the context (a stop inside the landed tokens) leave the cache.
-    return std::min(kv_length_, context_.size());
 }
 
 }  // namespace tf::engine

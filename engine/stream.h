@@ -10,6 +10,7 @@
 // Not thread-safe (driven by one thread).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <span>
@@ -21,6 +22,7 @@
 #include "engine/request.h"
 #include "engine/stop_strings.h"
 #include "engine/text_decoder.h"
+#include "engine/verify.h"
 #include "recall/policy.h"
 
 namespace tf::engine {
@@ -65,13 +67,17 @@ public:
     // and in its max_tokens.
     int32_t draft_room() const;
 
-    // Appends this round's rows: up to `prefill_budget` prompt rows while
-    // prefilling, else the pending token and `draft`. Returns rows added.
-    int32_t add_rows(std::vector<model::Row>& rows, int32_t prefill_budget, Draft draft);
+    // This round's rows: up to `prefill_budget` prompt rows while
+    // prefilling, else the pending token and `draft`.
+    StreamRows next_rows(int32_t prefill_budget, Draft draft);
 
-    // Consumes the logits of the rows add_rows() added (one span per row
-    // that wanted logits). Returns the KV length to truncate to.
-    int32_t land(std::span<const float> logits, int32_t vocab, StreamUpdate& update);
+    // Takes the verdict on the rows next_rows() gave (verify.h): lands its
+    // tokens, checks the stops, and keeps the KV length the lane kept.
+    void apply(const Verdict& verdict, StreamUpdate& update);
+
+    // The KV positions worth keeping once the stream has ended: its context
+    // up to what the cache holds.
+    int32_t kept_length() const { return std::min(kv_length_, context_.size()); }
 
     void cancel() { finish_ = FinishReason::cancelled; }
 
@@ -91,8 +97,7 @@ private:
     int32_t resume_point_;
     int32_t capacity_;
     int32_t kv_length_;
-    int32_t rows_in_flight_ = 0;
-    bool prompt_done_this_round_ = false;
+    StreamRows in_flight_;  // the rows of the round not yet applied
     TokenId pending_ = -1;
     Draft draft_;
     int32_t last_landed_drafts_ = 0;

@@ -3,8 +3,9 @@
 // token sampled there (DESIGN.md 4), and the first sampled token that differs
 // (or the one after the whole draft) is the round's own token.
 //
-// Pure; thread-safe. The lane runs it right after the forward, so only the
-// landed tokens travel back to the stream.
+// The lane that ran the forward judges each stream's rows right away, so only
+// the landed tokens travel back to the stream (DESIGN.md 3, step 4).
+// Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +17,36 @@
 
 namespace tf::engine {
 
+using model::StreamId;
+using model::TokenId;
+
+// What one stream puts into a round.
+struct StreamRows {
+    StreamId kv = 0;
+    std::vector<model::Row> rows;  // a prompt chunk, or the pending token then the draft
+    std::vector<TokenId> draft;    // decode rounds: the tokens of rows[1..]
+    SamplingParams sampling;
+    int64_t first_position = 0;    // the position of the first token sampled
+    bool samples = false;          // false: a prompt chunk short of the prompt's end
+    bool prefill = false;
+
+    int32_t logits_rows() const;   // rows that want logits
+};
+
 struct Verdict {
-    std::vector<model::TokenId> tokens;  // landed drafts, then the round's own token
+    std::vector<TokenId> tokens;  // landed drafts, then the round's own token
     int32_t landed_drafts = 0;
 };
 
 // logits: (draft.size() + 1) rows of `vocab` floats.
-Verdict verify(std::span<const float> logits, int32_t vocab, std::span<const model::TokenId> draft,
+Verdict verify(std::span<const float> logits, int32_t vocab, std::span<const TokenId> draft,
                const SamplingParams& sampling, int64_t first_position);
+
+// The verdict for a stream's rows, from their logits (logits_rows() rows).
+Verdict judge(const StreamRows& rows, std::span<const float> logits, int32_t vocab);
+
+// The KV length the stream keeps after the verdict: the prompt chunk, or the
+// pending token and the drafts that landed; rejected drafts leave the cache.
+int32_t kv_after(const StreamRows& rows, const Verdict& verdict);
 
 }  // namespace tf::engine

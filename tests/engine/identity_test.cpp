@@ -20,7 +20,9 @@ protected:
     static constexpr int kBaseCases = 96;
     static constexpr int32_t kMaxTokens = 24;
 
-    void SetUp() override {
+    // Cases and their references are built once for the suite: the references
+    // alone are ~150 single-stream decodes.
+    static void SetUpTestSuite() {
         std::mt19937 rng(20261130);
         auto random_tokens = [&](int n) {
             std::vector<TokenId> t;
@@ -76,9 +78,9 @@ protected:
         }
     }
 
-    std::vector<Case> cases_;
-    std::vector<std::vector<TokenId>> reference_;
-    std::vector<std::pair<size_t, size_t>> groups_;
+    static inline std::vector<Case> cases_;
+    static inline std::vector<std::vector<TokenId>> reference_;
+    static inline std::vector<std::pair<size_t, size_t>> groups_;
 };
 
 TEST_F(IdentityTest, TwoHundredCasesAreIdenticalWithRecallOffOnAndReadOnly) {
