@@ -30,9 +30,22 @@ public:
     Drafter(CostCurve cost, DrafterOptions options, recall::Record* record = nullptr)
         : cost_(std::move(cost)), options_(options), record_(record) {}
 
+    // The synchronous driver (Engine): own context, then the record.
     Draft next_draft(Stream& stream) const;
-    // After the stream's round landed: feeds the outcome to the policies.
+    // After the stream's round landed: feeds the outcome to both policies.
     void after_landing(Stream& stream) const;
+
+    // The same in pieces, for drivers that reach the record through other
+    // threads (the actors): the stream's side runs where the stream lives,
+    // record_draft() and record_outcome() where the record is.
+    int32_t start_round(Stream& stream) const;  // returns the room for a draft
+    Draft own_context_draft(Stream& stream, int32_t room) const;
+    bool may_ask_record(Stream& stream) const { return record_ && stream.offer_state().may_ask_record(); }
+    static std::vector<uint32_t> lookup_tail(const Stream& stream);
+    static Draft record_draft(recall::Record& record, const CostCurve& cost, std::span<const uint32_t> tail,
+                              int32_t room, double own_expected);
+    static void stream_outcome(Stream& stream);
+    static void record_outcome(recall::Record& record, const Draft& draft, int32_t landed_drafts);
 
     const CostCurve& cost() const { return cost_; }
     recall::Record* record() const { return record_; }
@@ -42,9 +55,6 @@ public:
     static constexpr int32_t kLookupTail = 256;
 
 private:
-    Draft own_context_draft(Stream& stream, int32_t room) const;
-    Draft record_draft(Stream& stream, int32_t room, double own_expected) const;
-
     CostCurve cost_;
     DrafterOptions options_;
     recall::Record* record_;
