@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tf::http {
 
@@ -15,6 +17,9 @@ struct ApiError : std::runtime_error {
     int status;         // HTTP status
     std::string param;  // the offending field, when there is one
     std::string type;   // empty: derived from the status
+    // Response headers the status calls for: Allow (405), Retry-After (503),
+    // WWW-Authenticate (401).
+    std::vector<std::pair<std::string, std::string>> headers;
 
     std::string type_name() const;
     // {"error": {...}} as JSON text.

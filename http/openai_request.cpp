@@ -274,6 +274,7 @@ ChatRequest parse_chat_request(std::string_view body) {
         const json* content = field(m, "content");
         request.messages.push_back({r, content ? message_content(*content, where + ".content") : std::string()});
     }
+    request.add_generation_prompt = boolean(root, "add_generation_prompt").value_or(true);
     refuse_unsupported(root);
     request.sampling = parse_sampling(root, "max_completion_tokens");
     return request;

@@ -47,6 +47,7 @@ struct CompletionRequest {
 struct ChatRequest {
     std::string model;
     std::vector<ChatMessage> messages;
+    bool add_generation_prompt = true;  // the template opens the assistant's turn
     SamplingFields sampling;
 };
 

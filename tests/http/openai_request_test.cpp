@@ -134,6 +134,14 @@ TEST(ChatRequest, Messages) {
     EXPECT_EQ(*r.sampling.max_tokens, 7);
 }
 
+TEST(ChatRequest, AddGenerationPromptIsOnUnlessTheRequestTurnsItOff) {
+    EXPECT_TRUE(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"x"}]})").add_generation_prompt);
+    EXPECT_FALSE(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"x"}],"add_generation_prompt":false})")
+                     .add_generation_prompt);
+    chat_400(R"({"model":"m","messages":[{"role":"user","content":"x"}],"add_generation_prompt":1})",
+             "add_generation_prompt", "expected a boolean");
+}
+
 TEST(ChatRequest, MaxTokensIsAcceptedToo) {
     EXPECT_EQ(*parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":3})")
                    .sampling.max_tokens,

@@ -1,0 +1,338 @@
+// POST /v1/completions and /v1/chat/completions: validate, tokenize, submit
+// one engine request per prompt, and answer with one JSON body at the end or
+// with SSE chunks as the rounds land.
+#include <ctime>
+#include <mutex>
+#include <random>
+
+#include "http/api_error.h"
+#include "http/openai_response.h"
+#include "http/router.h"
+
+namespace tf::http {
+
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+std::string random_hex(size_t digits) {
+    thread_local std::mt19937_64 generator{std::random_device{}()};
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (size_t i = 0; i < digits; ++i) out += kHex[generator() & 15];
+    return out;
+}
+
+// Requests without a seed get a random one, so two of them differ.
+uint64_t random_seed() {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+const char* finish_reason(engine::FinishReason reason) {
+    switch (reason) {
+        case engine::FinishReason::stop_token:
+        case engine::FinishReason::stop_string: return "stop";
+        case engine::FinishReason::length:
+        case engine::FinishReason::context_full: return "length";
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+// One HTTP generation request: a choice per prompt. Event callbacks of its
+// engine requests run on actor threads, concurrently across choices; every
+// member is guarded by `mutex`. Output is produced by pump(), which sends
+// whatever is pending in order, so chunks of one choice never overtake each
+// other and [DONE] comes last.
+struct Router::Generation {
+    struct Part {
+        std::string prefix;  // echo: the prompt's text, before the reply
+        std::string text;    // reply text (non-streaming) or text not yet sent (streaming)
+        int64_t prompt_tokens = 0;
+        int64_t completion_tokens = 0;
+        engine::FinishReason finish = engine::FinishReason::running;
+        bool first_token_seen = false;
+        bool finish_sent = false;
+        bool opened = false;  // streaming: role chunk (chat) or echo chunk (completions) sent
+        std::optional<actors::RequestHandle> handle;
+    };
+
+    bool chat = false;
+    bool stream = false;
+    bool include_usage = false;
+    ResponseHeader header;
+    std::shared_ptr<Responder> responder;
+    Clock::time_point arrival;
+    RequestTimings* timings = nullptr;
+
+    std::mutex mutex;
+    std::vector<Part> parts;
+    bool started = false;  // every request submitted; answers may go out
+    bool aborted = false;  // a submission failed; the error was answered
+    bool gone = false;     // the client went away
+    bool answered = false;
+
+    void on_event(size_t index, actors::StreamEvent event) {
+        std::lock_guard lock(mutex);
+        if (aborted || answered) return;
+        Part& part = parts[index];
+        if (!event.tokens.empty() && !part.first_token_seen) {
+            part.first_token_seen = true;
+            timings->observe_first_token(Clock::now() - arrival);
+        }
+        part.completion_tokens += static_cast<int64_t>(event.tokens.size());
+        part.text += event.text;
+        if (event.finish != engine::FinishReason::running) {
+            part.finish = event.finish;
+            timings->observe_finished(Clock::now() - arrival);
+        }
+        pump();
+    }
+
+    // Sends what is pending; answers when every choice has finished. Called
+    // with `mutex` held.
+    void pump() {
+        if (!started || answered || aborted) return;
+        bool all_finished = true;
+        bool any_cancelled = false;
+        for (const Part& p : parts) {
+            all_finished = all_finished && p.finish != engine::FinishReason::running;
+            any_cancelled = any_cancelled || p.finish == engine::FinishReason::cancelled;
+        }
+        if (any_cancelled && all_finished) {
+            answered = true;
+            // The client went away (nothing to send), or the server is stopping.
+            if (gone || responder->disconnected()) return;
+            if (stream) return responder->end_events();
+            ApiError error(503, "the server stopped this request before it finished (shutting down)");
+            error.headers.emplace_back("Retry-After", "1");
+            return responder->respond(503, kJson, error.body(), error.headers);
+        }
+        if (stream) send_chunks();
+        if (!all_finished) return;
+        answered = true;
+        Usage usage;
+        std::vector<Choice> choices;
+        for (size_t i = 0; i < parts.size(); ++i) {
+            usage.prompt_tokens += parts[i].prompt_tokens;
+            usage.completion_tokens += parts[i].completion_tokens;
+            choices.push_back({static_cast<int32_t>(i), parts[i].prefix + parts[i].text, finish_reason(parts[i].finish)});
+        }
+        if (stream) {
+            if (include_usage) responder->send_event(sse_event(usage_chunk(header, chat, usage)));
+            responder->send_event(kSseDone);
+            return responder->end_events();
+        }
+        responder->respond(200, kJson, chat ? chat_body(header, choices, usage) : completion_body(header, choices, usage));
+    }
+
+    void send_chunks() {
+        for (size_t i = 0; i < parts.size(); ++i) {
+            Part& p = parts[i];
+            const auto index = static_cast<int32_t>(i);
+            if (!p.opened) {
+                p.opened = true;
+                // The first chat chunk carries the role (and is sent even empty).
+                if (chat) responder->send_event(sse_event(chat_chunk(header, {index, "", std::nullopt}, true, include_usage)));
+                else if (!p.prefix.empty()) {
+                    responder->send_event(sse_event(completion_chunk(header, {index, p.prefix, std::nullopt}, include_usage)));
+                }
+            }
+            if (!p.text.empty()) {
+                const Choice choice{index, std::move(p.text), std::nullopt};
+                p.text.clear();
+                responder->send_event(sse_event(chat ? chat_chunk(header, choice, false, include_usage)
+                                                     : completion_chunk(header, choice, include_usage)));
+            }
+            if (p.finish != engine::FinishReason::running && !p.finish_sent) {
+                p.finish_sent = true;
+                const Choice choice{index, "", finish_reason(p.finish)};
+                responder->send_event(sse_event(chat ? chat_chunk(header, choice, false, include_usage)
+                                                     : completion_chunk(header, choice, include_usage)));
+            }
+        }
+    }
+};
+
+void Router::check_model(const std::string& model) const {
+    if (model != options_.served_model_name) {
+        throw bad_request("model", "model: '" + model + "' is not served here; this server serves '" +
+                                       options_.served_model_name + "' (GET /v1/models)");
+    }
+}
+
+std::vector<model::TokenId> Router::check_ids(const std::vector<int32_t>& ids, const std::string& field) const {
+    for (int32_t id : ids) {
+        if (id < 0 || static_cast<uint32_t>(id) >= options_.vocab_size) {
+            throw bad_request("prompt", field + ": token id " + std::to_string(id) + " is outside the vocabulary (ids 0 to " +
+                                            std::to_string(options_.vocab_size - 1) + ")");
+        }
+    }
+    return {ids.begin(), ids.end()};
+}
+
+engine::GenerationRequest Router::generation_request(std::vector<model::TokenId> prompt, const SamplingFields& sampling,
+                                                     const std::string& field) const {
+    const auto length = static_cast<int32_t>(prompt.size());
+    if (length >= options_.ctx_size) {
+        throw bad_request(field, field + ": " + std::to_string(length) + " tokens leave no room for a reply in the context of " +
+                                     std::to_string(options_.ctx_size) + " tokens");
+    }
+    const int32_t room = options_.ctx_size - length;
+    if (sampling.max_tokens && *sampling.max_tokens > room) {
+        throw bad_request("max_tokens", "max_tokens: " + std::to_string(*sampling.max_tokens) + " and the prompt's " +
+                                            std::to_string(length) + " tokens exceed the context of " +
+                                            std::to_string(options_.ctx_size) + " tokens (at most " +
+                                            std::to_string(room) + " here)");
+    }
+    engine::GenerationRequest request;
+    request.prompt = std::move(prompt);
+    request.sampling.temperature = sampling.temperature;
+    request.sampling.top_k = sampling.top_k;
+    request.sampling.top_p = sampling.top_p;
+    request.sampling.min_p = sampling.min_p;
+    request.sampling.seed = sampling.seed ? *sampling.seed : random_seed();
+    request.max_tokens = sampling.max_tokens.value_or(room);  // absent: up to the end of the context
+    request.stop_tokens.assign(options_.eos_token_ids.begin(), options_.eos_token_ids.end());
+    request.stop_strings = sampling.stop;
+    return request;
+}
+
+void Router::completions(const HttpRequest& http, const std::shared_ptr<Responder>& responder, Clock::time_point arrival) {
+    const CompletionRequest parsed = parse_completion_request(http.body);
+    check_model(parsed.model);
+    auto generation = std::make_shared<Generation>();
+    std::vector<engine::GenerationRequest> requests;
+    for (size_t i = 0; i < parsed.prompts.size(); ++i) {
+        const PromptInput& input = parsed.prompts[i];
+        const std::string field = parsed.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(i) + "]";
+        std::vector<model::TokenId> ids;
+        Generation::Part part;
+        if (input.text) {
+            std::vector<tokenizer::TokenId> encoded;
+            try {
+                encoded = tokenizer_.encode(*input.text, /*allow_special=*/true, /*add_special_tokens=*/true);
+            } catch (const tokenizer::TokenizerError& e) {
+                throw bad_request("prompt", field + ": " + e.what());
+            }
+            if (encoded.empty()) throw bad_request("prompt", field + ": encodes to no tokens");
+            ids.assign(encoded.begin(), encoded.end());
+            if (parsed.echo) part.prefix = *input.text;
+        } else {
+            ids = check_ids(input.ids, field);
+            if (parsed.echo) {
+                const std::vector<tokenizer::TokenId> as_tokenizer(ids.begin(), ids.end());
+                part.prefix = tokenizer_.decode(as_tokenizer);
+            }
+        }
+        part.prompt_tokens = static_cast<int64_t>(ids.size());
+        generation->parts.push_back(std::move(part));
+        requests.push_back(generation_request(std::move(ids), parsed.sampling, field));
+    }
+    generation->chat = false;
+    generation->stream = parsed.sampling.stream;
+    generation->include_usage = parsed.sampling.stream && parsed.sampling.include_usage;
+    generation->header = {"cmpl-" + random_hex(24), static_cast<int64_t>(std::time(nullptr)), options_.served_model_name};
+    generation->responder = responder;
+    generation->arrival = arrival;
+    generation->timings = &timings_;
+    run(std::move(generation), std::move(requests));
+}
+
+void Router::chat_completions(const HttpRequest& http, const std::shared_ptr<Responder>& responder,
+                              Clock::time_point arrival) {
+    const ChatRequest parsed = parse_chat_request(http.body);
+    check_model(parsed.model);
+    if (!tokenizer_.has_chat_template()) {
+        throw bad_request("messages", "messages: this model has no chat template (tokenizer_config.json chat_template or "
+                                      "chat_template.jinja); use /v1/completions");
+    }
+    tokenizer::ChatRequest conversation;
+    conversation.add_generation_prompt = parsed.add_generation_prompt;
+    for (const ChatMessage& m : parsed.messages) {
+        tokenizer::ChatMessage message;
+        message.role = m.role;
+        message.content = m.content;
+        conversation.messages.push_back(std::move(message));
+    }
+    std::vector<tokenizer::TokenId> encoded;
+    try {
+        // The template writes the special tokens itself (BOS included), so
+        // nothing is added and special tokens' text is read as tokens.
+        encoded = tokenizer_.encode(tokenizer_.render_chat(conversation), /*allow_special=*/true,
+                                    /*add_special_tokens=*/false);
+    } catch (const tokenizer::TokenizerError& e) {
+        throw bad_request("messages", std::string("messages: ") + e.what());
+    }
+    auto generation = std::make_shared<Generation>();
+    Generation::Part part;
+    part.prompt_tokens = static_cast<int64_t>(encoded.size());
+    generation->parts.push_back(std::move(part));
+    std::vector<engine::GenerationRequest> requests;
+    requests.push_back(generation_request({encoded.begin(), encoded.end()}, parsed.sampling, "messages"));
+    generation->chat = true;
+    generation->stream = parsed.sampling.stream;
+    generation->include_usage = parsed.sampling.stream && parsed.sampling.include_usage;
+    generation->header = {"chatcmpl-" + random_hex(24), static_cast<int64_t>(std::time(nullptr)),
+                          options_.served_model_name};
+    generation->responder = responder;
+    generation->arrival = arrival;
+    generation->timings = &timings_;
+    run(std::move(generation), std::move(requests));
+}
+
+void Router::run(std::shared_ptr<Generation> generation, std::vector<engine::GenerationRequest> requests) {
+    // A client that goes away cancels every request of its generation.
+    generation->responder->on_disconnect([weak = std::weak_ptr<Generation>(generation), this] {
+        auto g = weak.lock();
+        if (!g) return;
+        std::vector<actors::RequestHandle> handles;
+        {
+            std::lock_guard lock(g->mutex);
+            g->gone = true;
+            for (const auto& p : g->parts) {
+                if (p.handle) handles.push_back(*p.handle);
+            }
+        }
+        for (actors::RequestHandle h : handles) service_.cancel(h);
+    });
+    for (size_t i = 0; i < requests.size(); ++i) {
+        actors::RequestHandle handle = 0;
+        try {
+            handle = service_.submit(std::move(requests[i]),
+                                     [generation, i](actors::StreamEvent event) { generation->on_event(i, std::move(event)); });
+        } catch (const std::exception& e) {
+            std::vector<actors::RequestHandle> submitted;
+            {
+                std::lock_guard lock(generation->mutex);
+                generation->aborted = true;
+                for (const auto& p : generation->parts) {
+                    if (p.handle) submitted.push_back(*p.handle);
+                }
+            }
+            for (actors::RequestHandle h : submitted) service_.cancel(h);
+            if (dynamic_cast<const actors::Overloaded*>(&e)) {
+                ApiError error(503, std::string("server overloaded: ") + e.what() + "; retry later");
+                error.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
+                throw error;
+            }
+            if (dynamic_cast<const std::invalid_argument*>(&e)) throw ApiError(400, e.what());
+            throw;
+        }
+        bool gone = false;
+        {
+            std::lock_guard lock(generation->mutex);
+            generation->parts[i].handle = handle;
+            gone = generation->gone;
+        }
+        if (gone) service_.cancel(handle);
+    }
+    std::lock_guard lock(generation->mutex);
+    generation->started = true;
+    if (generation->stream) generation->responder->start_events();
+    generation->pump();
+}
+
+}  // namespace tf::http

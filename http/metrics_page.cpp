@@ -1,0 +1,99 @@
+#include "http/metrics_page.h"
+
+#include <array>
+
+namespace tf::http {
+
+namespace {
+
+// Seconds; a tiny CPU model answers in milliseconds, a large one in tens of seconds.
+std::vector<double> latency_bounds() {
+    return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+}
+
+constexpr std::array kStates = {recall::RecallState::off,       recall::RecallState::writing,
+                                recall::RecallState::read_only, recall::RecallState::following,
+                                recall::RecallState::paused_disk, recall::RecallState::paused_delete};
+
+double d(uint64_t value) { return static_cast<double>(value); }
+double d(int64_t value) { return static_cast<double>(value); }
+
+}  // namespace
+
+RequestTimings::RequestTimings() : histograms_{Histogram(latency_bounds()), Histogram(latency_bounds())} {}
+
+void RequestTimings::observe_first_token(std::chrono::duration<double> since_arrival) {
+    std::lock_guard lock(mutex_);
+    histograms_.time_to_first_token.observe(since_arrival.count());
+}
+
+void RequestTimings::observe_finished(std::chrono::duration<double> since_arrival) {
+    std::lock_guard lock(mutex_);
+    histograms_.request_latency.observe(since_arrival.count());
+}
+
+RequestTimings::Snapshot RequestTimings::snapshot() const {
+    std::lock_guard lock(mutex_);
+    return histograms_;
+}
+
+std::string render_metrics(const actors::ServiceMetrics& service, const actors::RecallReport& recall,
+                           const RequestTimings::Snapshot& timings) {
+    MetricsText m;
+    const recall::RecordStats& s = recall.stats;
+    const recall::RecallState current = recall.enabled ? s.state : recall::RecallState::off;
+    for (recall::RecallState state : kStates) {
+        m.gauge("tensorfold_recall_state", "The record's state: 1 for the current state, 0 for the others.",
+                state == current ? 1 : 0, {{"state", recall::to_string(state)}});
+    }
+    m.gauge("tensorfold_recall_capacity_bytes", "The record's disk limit (--recall-gib) in bytes.", d(s.capacity_bytes));
+    m.gauge("tensorfold_recall_disk_bytes", "Bytes of the record's chunk files on disk.", d(s.disk_bytes));
+    m.gauge("tensorfold_recall_memory_bytes", "Bytes the record takes in memory (chunks and key table).",
+            d(s.memory_bytes));
+    m.gauge("tensorfold_recall_chunks", "Chunk files in the record.", d(s.chunks));
+    m.gauge("tensorfold_recall_ids", "Ids stored in the record, separators included.", d(s.ids));
+    // The record's landing counters restart at 0 after DELETE /v1/recall
+    // (seed: "empties the record in memory, with its landing rates and
+    // counters"); Prometheus reads that as a counter reset.
+    for (size_t b = 0; b < recall::kMatchBuckets; ++b) {
+        const recall::BucketLanding& bucket = s.landing.buckets[b];
+        const Labels match = {{"match", recall::to_string(static_cast<recall::MatchBucket>(b))}};
+        m.counter("tensorfold_recall_copies_offered_total",
+                  "Copies the record offered, by match length (16-31, 32-63, 64+ tokens); reset by DELETE /v1/recall.",
+                  d(bucket.copies_offered), match);
+    }
+    for (size_t b = 0; b < recall::kMatchBuckets; ++b) {
+        const recall::BucketLanding& bucket = s.landing.buckets[b];
+        const Labels match = {{"match", recall::to_string(static_cast<recall::MatchBucket>(b))}};
+        m.counter("tensorfold_recall_copy_tokens_drafted_total",
+                  "Tokens of the record's copies verified, by match length; reset by DELETE /v1/recall.",
+                  d(bucket.tokens_drafted), match);
+    }
+    for (size_t b = 0; b < recall::kMatchBuckets; ++b) {
+        const recall::BucketLanding& bucket = s.landing.buckets[b];
+        const Labels match = {{"match", recall::to_string(static_cast<recall::MatchBucket>(b))}};
+        m.counter("tensorfold_recall_copy_tokens_landed_total",
+                  "Tokens of the record's copies that landed, by match length; reset by DELETE /v1/recall.",
+                  d(bucket.tokens_landed), match);
+    }
+    m.counter("tensorfold_own_draft_tokens_drafted_total", "Draft tokens from the stream's own context verified.",
+              d(service.drafts.own_drafted));
+    m.counter("tensorfold_own_draft_tokens_landed_total", "Draft tokens from the stream's own context that landed.",
+              d(service.drafts.own_landed));
+    m.counter("tensorfold_prompt_tokens_total", "Prompt tokens of finished requests.", d(service.prompt_tokens_total));
+    m.counter("tensorfold_prompt_tokens_computed_total",
+              "Prompt tokens of finished requests run through the model (past the prompt cache's resume point).",
+              d(service.prompt_tokens_computed));
+    m.counter("tensorfold_generation_tokens_total", "Tokens generated.", d(service.generation_tokens_total));
+    m.counter("tensorfold_requests_total", "Generation requests submitted.", d(service.requests_total));
+    m.gauge("tensorfold_requests_running", "Requests decoding now.", d(service.requests_running));
+    m.gauge("tensorfold_requests_waiting", "Requests queued for a stream slot.", d(service.requests_waiting));
+    m.counter("tensorfold_rounds_total", "Engine rounds run (one batched forward each).", d(service.rounds_total));
+    m.histogram("tensorfold_time_to_first_token_seconds",
+                "Seconds from a request's arrival to its first generated token.", timings.time_to_first_token);
+    m.histogram("tensorfold_request_latency_seconds", "Seconds from a request's arrival to its last token.",
+                timings.request_latency);
+    return m.text();
+}
+
+}  // namespace tf::http

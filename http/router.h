@@ -1,0 +1,76 @@
+// Router: the routes of tensorfold serve over a Service (actors/service.h).
+//
+//   POST   /v1/completions       prompt text, list of texts, or token ids; SSE with stream
+//   POST   /v1/chat/completions  messages through the model's chat template
+//   GET    /v1/models            the one served model
+//   GET    /v1/recall            the record's report (recall_json.h)
+//   DELETE /v1/recall            empties the record: 200, 409 (read-only, following), 500 (names the file)
+//   GET    /health               open
+//   GET    /metrics              open; Prometheus text (metrics_page.h)
+//
+// With an API key every /v1/* route needs "Authorization: Bearer KEY"
+// (constant-time compare) else 401. Unknown route 404, known route with the
+// wrong method 405 with Allow. Errors are {"error": {"message", "type", "code"}}.
+//
+// Thread-safety: handle() runs on the server's threads, concurrently; the
+// Router is immutable after construction apart from the thread-safe timings.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/service.h"
+#include "http/metrics_page.h"
+#include "http/openai_request.h"
+#include "http/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tf::http {
+
+struct RouterOptions {
+    std::string served_model_name;        // requests must name it in "model"
+    std::string api_key;                  // empty: no authentication
+    int32_t ctx_size = 0;                 // the context: prompt + reply tokens
+    uint32_t vocab_size = 0;              // token ids at or above it are refused
+    std::vector<int32_t> eos_token_ids;   // end every reply (ModelConfig::eos_token_ids)
+    int64_t created = 0;                  // Unix seconds the server started (GET /v1/models)
+    int retry_after_seconds = 1;          // 503's Retry-After when the service is full
+};
+
+class Router {
+public:
+    Router(actors::Service& service, const tokenizer::Tokenizer& tokenizer, RouterOptions options);
+
+    // The Server's Handler.
+    void handle(HttpRequest request, std::shared_ptr<Responder> responder);
+
+private:
+    using Clock = std::chrono::steady_clock;
+    struct Generation;  // one HTTP generation request: its prompts, choices and stream state
+
+    void route(const HttpRequest& request, const std::shared_ptr<Responder>& responder);
+    void completions(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Clock::time_point arrival);
+    void chat_completions(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
+                          Clock::time_point arrival);
+    void models(const std::shared_ptr<Responder>& responder) const;
+    void metrics(const std::shared_ptr<Responder>& responder);
+    void get_recall(const std::shared_ptr<Responder>& responder);
+    void delete_recall(const std::shared_ptr<Responder>& responder);
+
+    // Shared by both generation routes: validation, submission, answers.
+    void check_model(const std::string& model) const;
+    std::vector<model::TokenId> check_ids(const std::vector<int32_t>& ids, const std::string& field) const;
+    engine::GenerationRequest generation_request(std::vector<model::TokenId> prompt, const SamplingFields& sampling,
+                                                 const std::string& field) const;
+    void run(std::shared_ptr<Generation> generation, std::vector<engine::GenerationRequest> requests);
+
+    actors::Service& service_;
+    tokenizer::Tokenizer tokenizer_;
+    RouterOptions options_;
+    RequestTimings timings_;
+};
+
+}  // namespace tf::http

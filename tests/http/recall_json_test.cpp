@@ -1,0 +1,106 @@
+// GET and DELETE /v1/recall bodies from the record's stats.
+//
+// Seed: "GET /v1/recall reports the record: its state, size on disk and in
+// memory, how many copies it offered and how many of their tokens landed."
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "http/recall_json.h"
+
+namespace tf::http {
+namespace {
+
+using nlohmann::json;
+
+actors::RecallReport writing_report() {
+    actors::RecallReport report;
+    report.enabled = true;
+    recall::RecordStats& s = report.stats;
+    s.state = recall::RecallState::writing;
+    s.dir = "/tmp/record";
+    s.capacity_bytes = 64u << 20;
+    s.disk_bytes = 4000;
+    s.chunk_memory_bytes = 8u << 20;
+    s.key_table_bytes = 8u << 20;
+    s.memory_bytes = 16u << 20;
+    s.chunks = 1;
+    s.ids = 1000;
+    s.token_ids = 990;
+    s.landing.buckets[0] = {3, 30, 24, 1, 7.5};
+    s.landing.buckets[2] = {1, 64, 64, 0, 60};
+    s.landing.copies_offered = 4;
+    s.landing.tokens_drafted = 94;
+    s.landing.tokens_landed = 88;
+    return report;
+}
+
+TEST(RecallJson, ReportsStateDirectorySizesAndCopies) {
+    const json body = json::parse(recall_report_json(writing_report()));
+    EXPECT_EQ(body["object"], "recall");
+    EXPECT_EQ(body["enabled"], true);
+    EXPECT_EQ(body["state"], "writing");
+    EXPECT_EQ(body["dir"], "/tmp/record");
+    EXPECT_EQ(body["disk_bytes"], 4000);
+    EXPECT_EQ(body["memory_bytes"], 16u << 20);
+    EXPECT_EQ(body["chunks"], 1);
+    EXPECT_EQ(body["ids"], 1000);
+    EXPECT_EQ(body["copies_offered"], 4);
+    EXPECT_EQ(body["tokens_drafted"], 94);
+    EXPECT_EQ(body["tokens_landed"], 88);
+    EXPECT_DOUBLE_EQ(body["landing_rate"].get<double>(), 88.0 / 94.0);
+}
+
+TEST(RecallJson, KeepsTheMatchBucketsApart) {
+    // Seed: "kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more".
+    const json buckets = json::parse(recall_report_json(writing_report()))["buckets"];
+    ASSERT_EQ(buckets.size(), 3u);
+    EXPECT_EQ(buckets[0]["match"], "16-31");
+    EXPECT_EQ(buckets[1]["match"], "32-63");
+    EXPECT_EQ(buckets[2]["match"], "64+");
+    EXPECT_EQ(buckets[0]["copies_offered"], 3);
+    EXPECT_EQ(buckets[0]["tokens_drafted"], 30);
+    EXPECT_EQ(buckets[0]["tokens_landed"], 24);
+    EXPECT_DOUBLE_EQ(buckets[0]["landing_rate"].get<double>(), 0.8);
+    EXPECT_EQ(buckets[2]["tokens_landed"], 64);
+}
+
+TEST(RecallJson, LandingRateIsNullBeforeAnythingWasDrafted) {
+    const json body = json::parse(recall_report_json(writing_report()));
+    EXPECT_TRUE(body["buckets"][1]["landing_rate"].is_null());
+}
+
+TEST(RecallJson, RecallOffSaysSo) {
+    const json body = json::parse(recall_report_json(actors::RecallReport{}));
+    EXPECT_EQ(body["enabled"], false);
+    EXPECT_EQ(body["state"], "off");
+    EXPECT_FALSE(body.contains("disk_bytes"));
+}
+
+TEST(RecallJson, DeleteStatusesFollowTheOutcome) {
+    recall::EraseResult result;
+    EXPECT_EQ(erase_status(result), 200);
+    // Seed: "A server started with --recall-read-only, or reading a record
+    // another server writes, refuses DELETE with a 409."
+    result.outcome = recall::EraseResult::Outcome::refused;
+    EXPECT_EQ(erase_status(result), 409);
+    result.outcome = recall::EraseResult::Outcome::failed;
+    EXPECT_EQ(erase_status(result), 500);
+}
+
+TEST(RecallJson, AFailedDeleteNamesTheChunkFile) {
+    // Seed: "When a chunk file cannot be deleted the reply is a 500 that names it".
+    recall::EraseResult result;
+    result.outcome = recall::EraseResult::Outcome::failed;
+    result.failed_file = "/tmp/record/chunk-000000000001.ids";
+    result.message = "Is a directory";
+    const ApiError error = erase_error(result);
+    EXPECT_EQ(error.status, 500);
+    EXPECT_NE(std::string(error.what()).find("/tmp/record/chunk-000000000001.ids"), std::string::npos) << error.what();
+    const json body = json::parse(error.body());
+    EXPECT_EQ(body["error"]["type"], "server_error");
+    EXPECT_EQ(body["error"]["code"], 500);
+}
+
+}  // namespace
+}  // namespace tf::http
