@@ -19,7 +19,7 @@ constexpr int64_t kChunksPerThread = 4;
 
 ThreadPool::ThreadPool(int threads) {
     size_ = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
-    if (size_ < 1) size_ = 1;
+    size_ = std::clamp(size_, 1, 1024);  // chunk counts stay under 2^16 (see cursor_)
     for (int i = 1; i < size_; ++i) workers_.emplace_back([this] { worker(); });
 }
 
@@ -40,7 +40,7 @@ void ThreadPool::wake_workers() {
 void ThreadPool::run(int64_t count, Erased fn, void* context) {
     if (count <= 0) return;
     const int64_t grain = std::max<int64_t>(1, (count + size_ * kChunksPerThread - 1) / (size_ * kChunksPerThread));
-    const auto chunks = static_cast<uint32_t>((count + grain - 1) / grain);
+    const auto chunks = static_cast<uint32_t>((count + grain - 1) / grain);  // <= size_ * kChunksPerThread < 2^16
     if (size_ == 1 || chunks == 1) {
         fn(context, 0, count);
         return;
@@ -49,10 +49,9 @@ void ThreadPool::run(int64_t count, Erased fn, void* context) {
     context_.store(context, std::memory_order_relaxed);
     count_.store(count, std::memory_order_relaxed);
     grain_.store(grain, std::memory_order_relaxed);
-    chunks_.store(chunks, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     const uint64_t generation = (cursor_.load(std::memory_order_relaxed) >> 32) + 1;
-    cursor_.store(generation << 32, std::memory_order_release);  // publishes the job
+    cursor_.store(generation << 32 | uint64_t{chunks} << 16, std::memory_order_release);  // publishes the job
     wake_workers();
     work(generation);
     for (int i = 0; done_.load(std::memory_order_acquire) != chunks; ++i) {
@@ -67,9 +66,11 @@ void ThreadPool::run(int64_t count, Erased fn, void* context) {
 void ThreadPool::work(uint64_t generation) {
     uint64_t cursor = cursor_.load(std::memory_order_acquire);
     for (;;) {
+        // The chunk count travels in the cursor itself: a worker holding a
+        // stale cursor must not compare its index with the next job's count.
         if ((cursor >> 32) != generation) return;
-        const auto index = static_cast<uint32_t>(cursor & 0xFFFFFFFFu);
-        if (index >= chunks_.load(std::memory_order_relaxed)) return;
+        const auto index = static_cast<uint32_t>(cursor & 0xFFFFu);
+        if (index >= static_cast<uint32_t>((cursor >> 16) & 0xFFFFu)) return;
         if (!cursor_.compare_exchange_weak(cursor, cursor + 1, std::memory_order_acq_rel)) continue;
         // Claimed chunk `index` of this generation: the caller waits for it,
         // so the job's fields stay valid until done_ counts it.

@@ -28,7 +28,7 @@ namespace tf::model {
 class ThreadPool {
 public:
     // `threads` in all, the caller included; 0 = std::thread::hardware_concurrency().
-    explicit ThreadPool(int threads);
+    explicit ThreadPool(int threads);  // at most 1024 threads
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -60,8 +60,7 @@ private:
     std::atomic<void*> context_{nullptr};
     std::atomic<int64_t> count_{0};
     std::atomic<int64_t> grain_{1};
-    std::atomic<uint32_t> chunks_{0};
-    // generation << 32 | next chunk index.
+    // generation << 32 | chunk count << 16 | next chunk index.
     std::atomic<uint64_t> cursor_{0};
     std::atomic<uint32_t> done_{0};
     std::atomic<uint64_t> wake_{0};  // bumped per job; idle workers sleep until it changes

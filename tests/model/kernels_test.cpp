@@ -207,5 +207,20 @@ TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnceForAnyThreadCount) {
     }
 }
 
+TEST(ThreadPoolTest, BackToBackJobsOfChangingSizeNeverShareAChunk) {
+    // A worker late from one job must not claim a chunk of the next (a
+    // regression: the next job's larger chunk count once let it through).
+    ThreadPool pool(2);
+    std::vector<std::atomic<int>> hits(64);
+    for (int round = 0; round < 20000; ++round) {
+        const int64_t count = round % 2 ? 64 : 3;
+        for (int64_t i = 0; i < count; ++i) hits[i].store(0);
+        pool.parallel_for(count, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+        });
+        for (int64_t i = 0; i < count; ++i) ASSERT_EQ(hits[i].load(), 1) << "round " << round;
+    }
+}
+
 }  // namespace
 }  // namespace tf::model::kernels
