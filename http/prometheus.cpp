@@ -68,10 +68,12 @@ void MetricsText::sample(const std::string& name, const Labels& labels, double v
 }
 
 void MetricsText::counter(const std::string& name, const std::string& help, double value, const Labels& labels) {
-    // Families are named without _total; the sample carries it (OpenMetrics-compatible naming).
-    const std::string family_name = name.ends_with("_total") ? name.substr(0, name.size() - 6) : name;
-    family(family_name, help, "counter");
-    sample(family_name + "_total", labels, value);
+    // Text format 0.0.4 names a counter's family exactly as its samples
+    // (http_requests_total); a family named without _total would leave the
+    // samples untyped for Prometheus' own parser. Names end in _total.
+    const std::string full = name.ends_with("_total") ? name : name + "_total";
+    family(full, help, "counter");
+    sample(full, labels, value);
 }
 
 void MetricsText::gauge(const std::string& name, const std::string& help, double value, const Labels& labels) {

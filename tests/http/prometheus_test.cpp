@@ -6,10 +6,19 @@
 namespace tf::http {
 namespace {
 
-TEST(MetricsText, CounterFamilyAndTotalSample) {
+TEST(MetricsText, CounterFamilyIsNamedAsItsTotalSample) {
+    // Text format 0.0.4: "# TYPE http_requests_total counter" then
+    // "http_requests_total 1027"; a family without _total leaves the sample untyped.
     MetricsText m;
     m.counter("tensorfold_rounds_total", "Rounds run.", 12);
-    EXPECT_EQ(m.text(), "# HELP tensorfold_rounds Rounds run.\n# TYPE tensorfold_rounds counter\ntensorfold_rounds_total 12\n");
+    EXPECT_EQ(m.text(),
+              "# HELP tensorfold_rounds_total Rounds run.\n# TYPE tensorfold_rounds_total counter\ntensorfold_rounds_total 12\n");
+}
+
+TEST(MetricsText, ACounterNamedWithoutTotalGetsIt) {
+    MetricsText m;
+    m.counter("tensorfold_rounds", "Rounds run.", 1);
+    EXPECT_EQ(m.text(), "# HELP tensorfold_rounds_total Rounds run.\n# TYPE tensorfold_rounds_total counter\ntensorfold_rounds_total 1\n");
 }
 
 TEST(MetricsText, LabelsAreEscapedAndFamiliesDeclaredOnce) {
