@@ -6,7 +6,7 @@ namespace tf::http {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // Tokens landed per token drafted; null until a copy was drafted.
 json landing_rate(uint64_t landed, uint64_t drafted) {

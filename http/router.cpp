@@ -107,11 +107,11 @@ void Router::delete_recall(const std::shared_ptr<Responder>& responder) {
     if (!result.ok()) throw erase_error(result);
     // Seed: "DELETE /v1/recall deletes every chunk file and empties the
     // record in memory, with its landing rates and counters."
-    const json body = {{"object", "recall.deleted"},
-                       {"deleted", true},
-                       {"message", result.message},
-                       {"recall", json::parse(recall_report_json(service_.recall_report()))}};
-    responder->respond(200, kJson, body.dump(-1, ' ', false, json::error_handler_t::replace));
+    const nlohmann::ordered_json body = {{"object", "recall.deleted"},
+                                         {"deleted", true},
+                                         {"message", result.message},
+                                         {"recall", nlohmann::ordered_json::parse(recall_report_json(service_.recall_report()))}};
+    responder->respond(200, kJson, body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
 }  // namespace tf::http
