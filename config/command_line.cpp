@@ -133,8 +133,10 @@ CLI::App* add_generate(CLI::App& app, GenerateOptions& g, GenerateFlags& f) {
     CLI::App* generate = app.add_subcommand("generate", "Decode one prompt of token ids on the CPU and print the ids");
     generate->add_option("MODEL", f.model, "Local Hugging Face model directory; default: the embedded models/tinycode")
         ->check(CLI::ExistingDirectory);
+    generate->add_option("--prompt", g.prompt_text,
+                         "The prompt as UTF-8 text, encoded with the model's tokenizer (special tokens allowed); "
+                         "prints the generated text");
     generate->add_option("--prompt-ids", f.prompt_ids, "The prompt as comma-separated token ids, e.g. 1,2,3")
-        ->required()
         ->check(CLI::Validator(
             [](std::string& v) {
                 std::vector<int32_t> ids;
@@ -159,7 +161,11 @@ CLI::App* add_generate(CLI::App& app, GenerateOptions& g, GenerateFlags& f) {
 }
 
 std::string finish_generate(GenerateOptions& g, const GenerateFlags& f, const std::string& executable) {
-    if (std::string error = parse_token_ids(f.prompt_ids, g.prompt_ids); !error.empty()) return "--prompt-ids: " + error;
+    if (!g.prompt_text.empty() && !f.prompt_ids.empty()) return "give --prompt or --prompt-ids, not both";
+    if (g.prompt_text.empty()) {
+        if (f.prompt_ids.empty()) return "give the prompt as --prompt TEXT or --prompt-ids 1,2,3";
+        if (std::string error = parse_token_ids(f.prompt_ids, g.prompt_ids); !error.empty()) return "--prompt-ids: " + error;
+    }
     if (!f.model.empty()) {
         std::error_code ec;
         std::filesystem::path canonical = std::filesystem::weakly_canonical(f.model, ec);

@@ -10,7 +10,8 @@ namespace tf::config {
 
 struct GenerateOptions {
     std::string model_dir;            // resolved: MODEL, else the embedded models/tinycode
-    std::vector<int32_t> prompt_ids;  // --prompt-ids 1,2,3 (required, non-empty)
+    std::vector<int32_t> prompt_ids;  // --prompt-ids 1,2,3 (non-empty), or empty with --prompt
+    std::string prompt_text;          // --prompt TEXT: encoded with the model's tokenizer; prints text
     int32_t max_tokens = 16;          // --max-tokens: most ids generated
     double temperature = 0.0;         // --temperature: 0 = greedy (argmax, lowest id on ties)
     double top_p = 1.0;               // --top-p: nucleus cut, (0, 1]

@@ -18,7 +18,7 @@ struct CommandRun {
 };
 
 // Runs `tensorfold tokenize ARGS` with `input` on stdin.
-CommandRun tokenize(const std::string& args, const std::string& input) {
+CommandRun tokenize(const std::string& args, const std::string& input, const std::string& subcommand = "tokenize") {
     const char* binary = std::getenv("TF_BINARY");
     if (binary == nullptr) throw std::runtime_error("TF_BINARY is not set (run through ctest)");
     // ctest runs the tests of this file in parallel processes: one stdin file each.
@@ -26,7 +26,7 @@ CommandRun tokenize(const std::string& args, const std::string& input) {
                                 ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
                                 std::to_string(getpid()) + ".txt";
     std::ofstream(in_path, std::ios::binary) << input;
-    const std::string command = std::string(binary) + " tokenize " + args + " < " + in_path + " 2>&1";
+    const std::string command = std::string(binary) + " " + subcommand + " " + args + " < " + in_path + " 2>&1";
     CommandRun run;
     FILE* pipe = popen(command.c_str(), "r");
     char buf[4096];
@@ -67,6 +67,48 @@ TEST(TokenizeCommand, AnUnknownIdIsAnErrorNamingIt) {
     const CommandRun run = tokenize("--decode", "[1, 999999]");
     EXPECT_EQ(run.exit_code, 1);
     EXPECT_NE(run.out.find("token id 999999 is not in the vocabulary"), std::string::npos) << run.out;
+}
+
+// `tensorfold generate --prompt TEXT`: the tokenizer encodes the prompt and
+// the reply comes back as text; checked against the shared greedy oracle.
+nlohmann::ordered_json first_greedy_case() {
+    for (const auto& r : testing::read_jsonl(testing::fixtures_dir() / "tinycode_hf_public.jsonl")) {
+        if (r["kind"] == "greedy") return r;
+    }
+    throw std::runtime_error("no greedy case in tinycode_hf_public.jsonl");
+}
+
+std::string shell_quote(const std::string& text) {
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+TEST(GenerateWithPrompt, EncodesThePromptTextToTheOraclePromptIds) {
+    const auto c = first_greedy_case();
+    const auto greedy = c["greedy_ids"].get<std::vector<TokenId>>();
+    const CommandRun run = tokenize("--prompt " + shell_quote(c["prompt"].get<std::string>()) + " --max-tokens 6 --json", "",
+                                    "generate");
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+    const auto out = nlohmann::json::parse(run.out);
+    const std::vector<TokenId> first(greedy.begin(), greedy.begin() + 6);
+    EXPECT_EQ(out["ids"].get<std::vector<TokenId>>(), first);
+    EXPECT_EQ(out["text"].get<std::string>(), Tokenizer::load(testing::tinycode_dir()).decode(first, true));
+}
+
+TEST(GenerateWithPrompt, PrintsTheReplyAsText) {
+    const auto c = first_greedy_case();
+    const auto greedy = c["greedy_ids"].get<std::vector<TokenId>>();
+    const CommandRun run = tokenize("--prompt " + shell_quote(c["prompt"].get<std::string>()) + " --max-tokens 6", "", "generate");
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+    const std::vector<TokenId> first(greedy.begin(), greedy.begin() + 6);
+    EXPECT_EQ(run.out, Tokenizer::load(testing::tinycode_dir()).decode(first, true) + "\n");
+}
+
+TEST(GenerateWithPrompt, RefusesBothPromptForms) {
+    const CommandRun run = tokenize("--prompt hi --prompt-ids 1,2", "", "generate");
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_NE(run.out.find("not both"), std::string::npos) << run.out;
 }
 
 }  // namespace
