@@ -33,4 +33,25 @@ struct ActorServiceOptions {
 
 std::unique_ptr<Service> start_actor_service(ActorServiceOptions options);
 
+// The long-lived actors, spawned on `system`. Exposed so tests can run them
+// under CAF's deterministic test scheduler (then `detach_lane` is false).
+struct LongLivedActors;
+}  // namespace tf::actors
+
+#include "actors/messages.h"
+
+namespace tf::actors {
+
+struct LongLivedActors {
+    lane_actor lane;
+    writer_actor writer;                // invalid when Recall is off
+    std::vector<reader_actor> readers;  // empty when Recall is off
+    supervisor_actor supervisor;
+
+    void shutdown();  // exit messages to all of them
+};
+
+LongLivedActors spawn_long_lived_actors(caf::actor_system& system, const ActorServiceOptions& options,
+                                        bool detach_lane);
+
 }  // namespace tf::actors

@@ -22,22 +22,7 @@ Engine::~Engine() {
 }
 
 RequestId Engine::submit(GenerationRequest request) {
-    if (request.prompt.empty()) throw std::invalid_argument("prompt: must hold at least one token");
-    if (static_cast<int32_t>(request.prompt.size()) >= ctx_size_) {
-        throw std::invalid_argument("prompt: " + std::to_string(request.prompt.size()) +
-                                    " tokens leave no room in the context of " + std::to_string(ctx_size_));
-    }
-    const int32_t vocab = backend_.config().vocab_size;
-    for (TokenId token : request.prompt) {
-        if (token < 0 || token >= vocab) {
-            throw std::invalid_argument("prompt: token id " + std::to_string(token) + " is outside the vocabulary [0, " +
-                                        std::to_string(vocab) + ")");
-        }
-    }
-    if (request.max_tokens < 1) throw std::invalid_argument("max_tokens: must be at least 1");
-    if (!request.stop_strings.empty() && !decoders_) {
-        throw std::invalid_argument("stop: stop strings need a tokenizer to decode the reply");
-    }
+    check_request(request, backend_.config().vocab_size, ctx_size_, static_cast<bool>(decoders_));
     const RequestId id = next_request_++;
     waiting_.emplace_back(id, std::move(request));
     return id;

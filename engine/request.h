@@ -26,6 +26,11 @@ enum class FinishReason { running, stop_token, stop_string, length, context_full
 
 const char* to_string(FinishReason reason);
 
+// Throws std::invalid_argument naming the field when `request` can never
+// run: an empty prompt, one that fills the context, an id outside the
+// vocabulary, max_tokens < 1, or stop strings without a text decoder.
+void check_request(const GenerationRequest& request, int32_t vocab_size, int32_t context_size, bool can_decode_text);
+
 // Where a round's draft came from.
 enum class DraftSource { none, own_context, record };
 

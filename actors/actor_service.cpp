@@ -1,0 +1,167 @@
+#include "actors/actor_service.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <unordered_map>
+
+#include "actors/gpu_lane.h"
+#include "actors/recall_actors.h"
+#include "actors/stream_actor.h"
+#include "engine/tokenizer_text.h"
+
+namespace tf::actors {
+
+void LongLivedActors::shutdown() {
+    auto exit = [](const auto& actor) {
+        if (actor) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    };
+    exit(lane);
+    exit(writer);
+    for (const auto& reader : readers) exit(reader);
+    exit(supervisor);
+}
+
+LongLivedActors spawn_long_lived_actors(caf::actor_system& system, const ActorServiceOptions& options,
+                                        bool detach_lane) {
+    LongLivedActors actors;
+    LaneOptions lane;
+    lane.backend = options.backend;
+    lane.context_size = options.engine.ctx_size > 0 ? options.engine.ctx_size
+                                                    : options.backend->config().max_position_embeddings;
+    lane.max_streams = options.engine.max_streams;
+    lane.prompt_cache_tokens = options.engine.prompt_cache_tokens;
+    actors.lane = spawn_gpu_lane(system, lane, detach_lane);
+    if (options.record) {
+        actors.writer = spawn_recall_writer(system, options.record);
+        for (int i = 0; i < std::max(1, options.reader_threads); ++i) {
+            actors.readers.push_back(spawn_recall_reader(system, options.record, options.cost));
+        }
+    }
+    actors.supervisor = spawn_supervisor(system, options.record, actors.writer, options.disk_check_interval);
+    return actors;
+}
+
+namespace {
+
+caf::actor_system_config& threaded_config(caf::actor_system_config& config, int threads) {
+    config.set("scheduler.max-threads", static_cast<size_t>(std::max(2, threads)));
+    config.set("logger.file-verbosity", caf::atom("quiet"));
+    config.set("logger.console-verbosity", caf::atom("quiet"));
+    return config;
+}
+
+class ActorService final : public Service {
+public:
+    explicit ActorService(ActorServiceOptions options)
+        : options_(std::move(options)),
+          system_(threaded_config(config_, options_.reader_threads + 2)),
+          drafter_(options_.cost, options_.engine.drafter, options_.record),
+          context_size_(options_.engine.ctx_size > 0 ? options_.engine.ctx_size
+                                                     : options_.backend->config().max_position_embeddings),
+          actors_(spawn_long_lived_actors(system_, options_, /*detach_lane=*/true)) {
+        if (options_.tokenizer) decoders_ = engine::tokenizer_text(*options_.tokenizer);
+    }
+
+    ~ActorService() override { shutdown(); }
+
+    RequestHandle submit(engine::GenerationRequest request, EventCallback on_event) override {
+        engine::check_request(request, options_.backend->config().vocab_size, context_size_, static_cast<bool>(decoders_));
+        RequestHandle handle = 0;
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) throw Overloaded("the server is shutting down");
+            if (static_cast<int>(streams_.size()) >= options_.engine.max_streams + options_.max_waiting) {
+                throw Overloaded("every stream is busy and " + std::to_string(options_.max_waiting) +
+                                 " requests are already waiting");
+            }
+            handle = next_handle_++;
+            streams_.emplace(handle, stream_actor{});
+        }
+        StreamOptions stream;
+        stream.handle = handle;
+        stream.request = std::move(request);
+        stream.on_event = [this, handle, on_event = std::move(on_event)](StreamEvent event) {
+            const bool last = event.finish != engine::FinishReason::running;
+            on_event(std::move(event));
+            if (last) {
+                std::lock_guard lock(mutex_);
+                streams_.erase(handle);
+                idle_.notify_all();
+            }
+        };
+        stream.context_size = context_size_;
+        stream.prefill_chunk = options_.engine.lanes.prefill_chunk;
+        stream.drafter = &drafter_;
+        stream.decoders = decoders_;
+        stream.lane = actors_.lane;
+        stream.readers = actors_.readers;
+        stream.writer = actors_.writer;
+        stream_actor actor = spawn_stream(system_, std::move(stream));
+        std::lock_guard lock(mutex_);
+        if (auto found = streams_.find(handle); found != streams_.end()) found->second = actor;
+        return handle;
+    }
+
+    void cancel(RequestHandle request) override {
+        std::lock_guard lock(mutex_);
+        auto found = streams_.find(request);
+        if (found != streams_.end() && found->second) caf::anon_send(found->second, cancel_atom::value);
+    }
+
+    RecallReport recall_report() override { return ask<RecallReport>(actors_.supervisor, report_atom::value); }
+
+    recall::EraseResult delete_recall() override {
+        return ask<recall::EraseResult>(actors_.supervisor, erase_atom::value);
+    }
+
+    ServiceMetrics metrics() override { return ask<ServiceMetrics>(actors_.lane, metrics_atom::value); }
+
+    void shutdown() override {
+        std::unique_lock lock(mutex_);
+        if (stopped_) return;
+        stopping_ = true;
+        for (auto& [handle, actor] : streams_) {
+            if (actor) caf::anon_send(actor, cancel_atom::value);
+        }
+        idle_.wait_for(lock, std::chrono::seconds(10), [&] { return streams_.empty(); });
+        stopped_ = true;
+        lock.unlock();
+        actors_.shutdown();
+    }
+
+private:
+    template <typename Reply, typename Handle, typename Atom>
+    Reply ask(const Handle& actor, Atom atom) {
+        caf::scoped_actor self{system_};
+        Reply reply{};
+        std::string failure;
+        self->request(actor, std::chrono::seconds(30), atom)
+            .receive([&](Reply& answer) { reply = std::move(answer); },
+                     [&](caf::error& error) { failure = system_.render(error); });
+        if (!failure.empty()) throw std::runtime_error("actor system: " + failure);
+        return reply;
+    }
+
+    ActorServiceOptions options_;
+    caf::actor_system_config config_;
+    caf::actor_system system_;
+    engine::Drafter drafter_;
+    int32_t context_size_;
+    engine::TextDecoderFactory decoders_;
+    LongLivedActors actors_;
+
+    std::mutex mutex_;
+    std::condition_variable idle_;
+    std::unordered_map<RequestHandle, stream_actor> streams_;
+    RequestHandle next_handle_ = 1;
+    bool stopping_ = false;
+    bool stopped_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Service> start_actor_service(ActorServiceOptions options) {
+    return std::make_unique<ActorService>(std::move(options));
+}
+
+}  // namespace tf::actors

@@ -1,0 +1,170 @@
+#include "actors/gpu_lane.h"
+
+#include <deque>
+#include <map>
+
+namespace tf::actors {
+
+namespace {
+
+struct Slot {
+    stream_actor stream;
+    model::StreamId kv = 0;
+    bool awaiting = false;  // answered (opened or verdict) and not yet heard from
+};
+
+struct LaneState {
+    LaneOptions options;
+    engine::PromptCache cache{0};
+    std::map<uint64_t, Slot> slots;  // ordered: rounds list streams by handle
+    std::deque<OpenStream> waiting;
+    std::map<uint64_t, engine::StreamRows> pending;
+    model::StreamId next_kv = 0;
+    std::vector<float> logits;
+    ServiceMetrics metrics;
+    static inline const char* name = "gpu_lane";
+
+    // The lane's KV caches (streams and the prompt cache) leave the backend
+    // with it: the backend outlives the actor system.
+    ~LaneState() {
+        if (!options.backend) return;
+        for (const auto& [handle, slot] : slots) options.backend->close_stream(slot.kv);
+        for (model::StreamId kv : cache.clear()) options.backend->close_stream(kv);
+    }
+};
+
+using Self = lane_actor::stateful_pointer<LaneState>;
+
+void open_slot(Self self, OpenStream request) {
+    LaneState& s = self->state;
+    model::Backend& backend = *s.options.backend;
+    const model::StreamId kv = s.next_kv++;
+    backend.open_stream(kv, s.options.context_size);
+    const engine::PromptCache::Hit hit = s.cache.find(request.prompt);
+    if (hit.length > 0) backend.copy_prefix(hit.source, kv, hit.length);
+    s.slots[request.handle] = Slot{request.stream, kv, true};
+    self->send(request.stream, opened_atom::value, hit.length);
+}
+
+void run_round(Self self) {
+    LaneState& s = self->state;
+    model::Backend& backend = *s.options.backend;
+    std::vector<model::Row> rows;
+    for (const auto& [handle, part] : s.pending) rows.insert(rows.end(), part.rows.begin(), part.rows.end());
+    backend.forward(rows, s.logits);
+    ++s.metrics.rounds_total;
+    const int32_t vocab = backend.config().vocab_size;
+    size_t first_logits = 0;
+    for (auto& [handle, part] : s.pending) {
+        const size_t count = static_cast<size_t>(part.logits_rows());
+        const std::span<const float> logits(s.logits.data() + first_logits * vocab, count * vocab);
+        first_logits += count;
+        const engine::Verdict verdict = engine::judge(part, logits, vocab);
+        Slot& slot = s.slots.at(handle);
+        const int32_t keep = engine::kv_after(part, verdict);
+        if (backend.stream_length(slot.kv) > keep) backend.truncate(slot.kv, keep);  // rejected drafts
+        slot.awaiting = true;
+        self->send(slot.stream, verdict_atom::value, verdict);
+    }
+    s.pending.clear();
+}
+
+// A round runs once every stream that was answered has spoken again: the
+// round then holds every stream that can take part (continuous batching,
+// with new streams joining as they send their first rows).
+void maybe_run(Self self) {
+    LaneState& s = self->state;
+    if (s.pending.empty()) return;
+    for (const auto& [handle, slot] : s.slots) {
+        if (slot.awaiting) return;
+    }
+    run_round(self);
+}
+
+void close_slot(Self self, uint64_t handle, const std::vector<model::TokenId>* kept_tokens) {
+    LaneState& s = self->state;
+    auto found = s.slots.find(handle);
+    if (found == s.slots.end()) return;
+    model::Backend& backend = *s.options.backend;
+    const model::StreamId kv = found->second.kv;
+    self->demonitor(found->second.stream.address());
+    s.slots.erase(found);
+    s.pending.erase(handle);
+    if (kept_tokens && !kept_tokens->empty()) {
+        backend.truncate(kv, static_cast<int32_t>(kept_tokens->size()));
+        for (model::StreamId evicted : s.cache.adopt(kv, *kept_tokens)) backend.close_stream(evicted);
+    } else {
+        backend.close_stream(kv);
+    }
+    while (!s.waiting.empty() && static_cast<int32_t>(s.slots.size()) < s.options.max_streams) {
+        OpenStream next = std::move(s.waiting.front());
+        s.waiting.pop_front();
+        open_slot(self, std::move(next));
+    }
+    maybe_run(self);
+}
+
+lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
+    self->state.options = options;
+    self->state.cache = engine::PromptCache(options.prompt_cache_tokens);
+    // A stream actor that fails never sends its rows or its release: drop its
+    // slot so the lane and the other streams go on.
+    self->set_down_handler([self](caf::down_msg& down) {
+        std::erase_if(self->state.waiting,
+                      [&](const OpenStream& waiting) { return waiting.stream.address() == down.source; });
+        for (const auto& [handle, slot] : self->state.slots) {
+            if (slot.stream.address() == down.source) {
+                close_slot(self, handle, nullptr);
+                return;
+            }
+        }
+    });
+    return {
+        [self](open_atom, OpenStream& request) {
+            self->monitor(request.stream);
+            if (static_cast<int32_t>(self->state.slots.size()) < self->state.options.max_streams) {
+                open_slot(self, std::move(request));
+            } else {
+                self->state.waiting.push_back(std::move(request));
+            }
+        },
+        [self](rows_atom, LaneRows& rows) {
+            auto found = self->state.slots.find(rows.handle);
+            if (found == self->state.slots.end()) return;
+            found->second.awaiting = false;
+            // The stream numbers its rows as its own; here they take its KV cache's id.
+            rows.rows.kv = found->second.kv;
+            for (model::Row& row : rows.rows.rows) row.stream = found->second.kv;
+            self->state.pending[rows.handle] = std::move(rows.rows);
+            maybe_run(self);
+        },
+        [self](release_atom, Release& release) {
+            ServiceMetrics& m = self->state.metrics;
+            ++m.requests_total;
+            m.prompt_tokens_total += release.prompt_tokens;
+            m.prompt_tokens_computed += release.prompt_tokens - release.resume_point;
+            m.generation_tokens_total += release.generated_tokens;
+            m.drafts += release.counters;
+            // A stream cancelled while it waited for a slot never got one.
+            std::erase_if(self->state.waiting, [&](const OpenStream& waiting) { return waiting.handle == release.handle; });
+            close_slot(self, release.handle, &release.kept_tokens);
+        },
+        [self](metrics_atom) {
+            ServiceMetrics m = self->state.metrics;
+            m.requests_running = static_cast<int64_t>(self->state.slots.size());
+            m.requests_waiting = static_cast<int64_t>(self->state.waiting.size());
+            return m;
+        },
+    };
+}
+
+}  // namespace
+
+lane_actor spawn_gpu_lane(caf::actor_system& system, LaneOptions options, bool detached) {
+    // The forward blocks for milliseconds: on its own thread it never holds
+    // up the scheduler's workers (the deterministic test scheduler runs it inline).
+    if (detached) return system.spawn<caf::detached>(gpu_lane, options);
+    return system.spawn(gpu_lane, options);
+}
+
+}  // namespace tf::actors

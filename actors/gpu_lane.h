@@ -1,0 +1,23 @@
+// gpu_lane: the only actor that touches the backend. It opens and releases
+// streams' KV caches (with the prompt cache), collects the rows streams send,
+// and runs a round as soon as every stream it has answered has sent its next
+// rows (or ended): one batched forward, then a verdict per stream (verify.h).
+// Streams beyond max_streams wait in order for a free slot.
+#pragma once
+
+#include "actors/messages.h"
+#include "engine/prompt_cache.h"
+#include "model/backend.h"
+
+namespace tf::actors {
+
+struct LaneOptions {
+    model::Backend* backend = nullptr;
+    int32_t context_size = 0;
+    int32_t max_streams = 16;
+    int64_t prompt_cache_tokens = 1 << 16;
+};
+
+lane_actor spawn_gpu_lane(caf::actor_system& system, LaneOptions options, bool detached);
+
+}  // namespace tf::actors

@@ -1,0 +1,139 @@
+#include "actors/stream_actor.h"
+
+#include <memory>
+
+namespace tf::actors {
+
+namespace {
+
+struct StreamState {
+    StreamOptions options;
+    std::unique_ptr<engine::Stream> stream;
+    bool cancelled = false;
+    static inline const char* name = "stream";
+};
+
+using Self = stream_actor::stateful_pointer<StreamState>;
+
+void finish(Self self, StreamEvent last) {
+    StreamState& s = self->state;
+    Release release;
+    release.handle = s.options.handle;
+    if (s.stream) {
+        engine::Stream& stream = *s.stream;
+        last.resume_point = stream.resume_point();
+        last.counters = stream.counters();
+        const auto& tokens = stream.context().tokens();
+        release.kept_tokens.assign(tokens.begin(), tokens.begin() + stream.kept_length());
+        release.prompt_tokens = stream.prompt_length();
+        release.resume_point = stream.resume_point();
+        release.generated_tokens = static_cast<int64_t>(stream.reply().size());
+        release.counters = stream.counters();
+        if (s.options.writer) {
+            // Seed: "Each request adds the part of its prompt that no earlier
+            // request read, from where the prompt cache resumed it, and its
+            // reply when the reply ends."
+            const int32_t end = stream.kv_length() < stream.prompt_length() ? stream.kv_length() : stream.context().size();
+            if (end > stream.resume_point()) {
+                self->send(s.options.writer, add_atom::value,
+                           std::vector<uint32_t>(tokens.begin() + stream.resume_point(), tokens.begin() + end));
+            }
+        }
+    }
+    self->send(s.options.lane, release_atom::value, std::move(release));
+    s.options.on_event(std::move(last));
+    self->quit();
+}
+
+void send_rows(Self self, engine::Draft draft) {
+    StreamState& s = self->state;
+    engine::StreamRows rows = s.stream->next_rows(s.options.prefill_chunk, std::move(draft));
+    self->send(s.options.lane, rows_atom::value, LaneRows{s.options.handle, std::move(rows)});
+}
+
+void cancelled(Self self) {
+    if (self->state.stream) self->state.stream->cancel();
+    StreamEvent last;
+    last.finish = engine::FinishReason::cancelled;
+    finish(self, std::move(last));
+}
+
+// The next round's draft: own context first, then (if the stream may ask) a
+// record copy from a reader, chosen by the offer policy there.
+void next_round(Self self) {
+    StreamState& s = self->state;
+    engine::Stream& stream = *s.stream;
+    if (stream.prefilling()) return send_rows(self, engine::Draft{});
+    const engine::Drafter& drafter = *s.options.drafter;
+    const int32_t room = drafter.start_round(stream);
+    engine::Draft own = drafter.own_context_draft(stream, room);
+    if (room <= 0 || s.options.readers.empty() || !stream.offer_state().may_ask_record()) {
+        return send_rows(self, std::move(own));
+    }
+    DraftQuery query{engine::Drafter::lookup_tail(stream), room, stream.offer_state().own_expected_landed()};
+    const reader_actor& reader = s.options.readers[s.options.handle % s.options.readers.size()];
+    self->request(reader, caf::infinite, draft_atom::value, std::move(query))
+        .then(
+            [self, own](engine::Draft copy) mutable {
+                if (self->state.cancelled) return cancelled(self);
+                send_rows(self, copy.source == engine::DraftSource::record ? std::move(copy) : std::move(own));
+            },
+            [self, own](caf::error&) mutable {
+                // A reader that failed costs this round its copy, nothing more.
+                if (self->state.cancelled) return cancelled(self);
+                send_rows(self, std::move(own));
+            });
+}
+
+stream_actor::behavior_type stream_behavior(Self self, StreamOptions options) {
+    self->state.options = std::move(options);
+    StreamState& s = self->state;
+    self->send(s.options.lane, open_atom::value,
+               OpenStream{s.options.handle, caf::actor_cast<stream_actor>(self), s.options.request.prompt});
+    return {
+        [self](opened_atom, int32_t resume_point) {
+            StreamState& s = self->state;
+            s.stream = std::make_unique<engine::Stream>(s.options.handle, 0, s.options.request, resume_point,
+                                                        s.options.context_size,
+                                                        s.options.decoders ? s.options.decoders() : nullptr);
+            if (s.cancelled) return cancelled(self);
+            next_round(self);
+        },
+        [self](verdict_atom, engine::Verdict& verdict) {
+            StreamState& s = self->state;
+            engine::Stream& stream = *s.stream;
+            engine::StreamUpdate update;
+            stream.apply(verdict, update);
+            if (stream.verified_last_round()) {
+                engine::Drafter::stream_outcome(stream);
+                if (s.options.writer && stream.draft().source == engine::DraftSource::record) {
+                    self->send(s.options.writer, outcome_atom::value,
+                               CopyOutcome{stream.draft(), stream.last_landed_drafts()});
+                }
+            }
+            StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {}};
+            if (stream.finished()) return finish(self, std::move(event));
+            if (!event.tokens.empty() || !event.text.empty()) s.options.on_event(std::move(event));
+            if (s.cancelled) return cancelled(self);
+            next_round(self);
+        },
+        [self](cancel_atom) {
+            // Takes effect at the stream's next step: a round in flight lands first.
+            self->state.cancelled = true;
+            if (!self->state.stream) {
+                // Not opened yet: the lane drops the request when the release arrives.
+                StreamEvent last;
+                last.finish = engine::FinishReason::cancelled;
+                finish(self, std::move(last));
+            }
+        },
+    };
+}
+
+}  // namespace
+
+stream_actor spawn_stream(caf::actor_system& system, StreamOptions options) {
+    return system.spawn(stream_behavior, std::move(options));
+}
+
+}  // namespace tf::actors

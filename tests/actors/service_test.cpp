@@ -1,0 +1,180 @@
+// The actor system through its Service, on real threads with the real
+// tinycode model: identity under concurrency, cancellation, recall routes.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "../engine/engine_fixture.h"
+#include "actors/actor_service.h"
+
+namespace tf::actors {
+namespace {
+
+using namespace engine::testing;
+
+// Collects one request's events and waits for its last one.
+class Reply {
+public:
+    EventCallback callback() {
+        return [this](StreamEvent event) {
+            std::lock_guard lock(mutex_);
+            tokens_.insert(tokens_.end(), event.tokens.begin(), event.tokens.end());
+            text_ += event.text;
+            ++events_;
+            if (event.finish != engine::FinishReason::running) {
+                finish_ = event.finish;
+                counters_ = event.counters;
+                done_.notify_all();
+            }
+        };
+    }
+    std::vector<model::TokenId> wait() {
+        std::unique_lock lock(mutex_);
+        EXPECT_TRUE(done_.wait_for(lock, std::chrono::seconds(120), [&] { return finish_ != engine::FinishReason::running; }));
+        return tokens_;
+    }
+    engine::FinishReason finish() {
+        std::lock_guard lock(mutex_);
+        return finish_;
+    }
+    engine::DraftCounters counters() {
+        std::lock_guard lock(mutex_);
+        return counters_;
+    }
+    int events() {
+        std::lock_guard lock(mutex_);
+        return events_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable done_;
+    std::vector<model::TokenId> tokens_;
+    std::string text_;
+    int events_ = 0;
+    engine::FinishReason finish_ = engine::FinishReason::running;
+    engine::DraftCounters counters_;
+};
+
+ActorServiceOptions service_options(recall::Record* record) {
+    ActorServiceOptions o;
+    o.backend = &tinycode();
+    o.record = record;
+    o.cost = engine::CostCurve::flat(64);
+    o.reader_threads = 2;
+    o.disk_check_interval = std::chrono::milliseconds(0);
+    return o;
+}
+
+std::vector<engine::GenerationRequest> sixteen_requests() {
+    std::vector<engine::GenerationRequest> requests;
+    std::mt19937 rng(7);
+    for (int i = 0; i < 16; ++i) {
+        std::vector<model::TokenId> prompt;
+        const int n = 10 + static_cast<int>(rng() % 30);
+        for (int j = 0; j < n; ++j) prompt.push_back(static_cast<model::TokenId>(rng() % 8000));
+        requests.push_back(make_request(prompt, i % 3 == 0 ? 0.0f : 0.8f, i % 2 ? 1.0f : 0.9f, rng(), 24));
+    }
+    return requests;
+}
+
+std::vector<std::vector<model::TokenId>> alone(const std::vector<engine::GenerationRequest>& requests) {
+    std::vector<std::vector<model::TokenId>> replies;
+    for (const auto& r : requests) {
+        engine::Engine engine(tinycode(), engine::CostCurve::flat(64), plain_options());
+        replies.push_back(engine.generate(r).tokens);
+    }
+    return replies;
+}
+
+std::vector<std::vector<model::TokenId>> concurrently(Service& service,
+                                                      const std::vector<engine::GenerationRequest>& requests) {
+    std::vector<std::unique_ptr<Reply>> replies;
+    for (const auto& r : requests) {
+        replies.push_back(std::make_unique<Reply>());
+        service.submit(r, replies.back()->callback());
+    }
+    std::vector<std::vector<model::TokenId>> tokens;
+    for (auto& reply : replies) tokens.push_back(reply->wait());
+    return tokens;
+}
+
+TEST(ActorService, SixteenConcurrentStreamsMatchEachStreamAloneWithRecallOffOnAndReadOnly) {
+    // DESIGN.md 1: "the same token sequence with Recall off, on, or read-only,
+    // for the same request and seed, whatever else the server is serving".
+    const auto requests = sixteen_requests();
+    const auto expected = alone(requests);
+    {
+        auto service = start_actor_service(service_options(nullptr));
+        EXPECT_EQ(concurrently(*service, requests), expected) << "recall off";
+    }
+    TempDir dir("actors-identity");
+    {
+        auto record = open_record(dir.path(), false);
+        auto service = start_actor_service(service_options(record.get()));
+        EXPECT_EQ(concurrently(*service, requests), expected) << "recall on, first time";
+        EXPECT_EQ(concurrently(*service, requests), expected) << "recall on, regenerated";
+        RecallReport report = service->recall_report();
+        EXPECT_TRUE(report.enabled);
+        EXPECT_GT(report.stats.landing.copies_offered, 0u) << "regenerated requests copy from the record";
+        service->shutdown();
+    }
+    {
+        auto record = open_record(dir.path(), true);
+        auto service = start_actor_service(service_options(record.get()));
+        EXPECT_EQ(concurrently(*service, requests), expected) << "recall read-only";
+        EXPECT_EQ(service->recall_report().stats.state, recall::RecallState::read_only);
+    }
+}
+
+TEST(ActorService, CancelEndsAStreamAndServingGoesOn) {
+    auto service = start_actor_service(service_options(nullptr));
+    engine::GenerationRequest long_request = sixteen_requests()[1];
+    long_request.max_tokens = 2000;
+    long_request.stop_tokens.clear();
+    Reply cancelled;
+    const RequestHandle handle = service->submit(long_request, cancelled.callback());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    service->cancel(handle);
+    cancelled.wait();
+    EXPECT_EQ(cancelled.finish(), engine::FinishReason::cancelled);
+    Reply next;
+    service->submit(sixteen_requests()[2], next.callback());
+    EXPECT_EQ(next.wait().size(), 24u);
+    ServiceMetrics metrics = service->metrics();
+    EXPECT_EQ(metrics.requests_running, 0);
+    EXPECT_EQ(metrics.requests_total, 2);
+}
+
+TEST(ActorService, ConcurrentStreamsShareRounds) {
+    // "a round is one batched forward over the rows of every ready stream"
+    auto service = start_actor_service(service_options(nullptr));
+    const auto requests = sixteen_requests();  // 24 tokens each
+    auto replies = concurrently(*service, requests);
+    for (const auto& reply : replies) EXPECT_EQ(reply.size(), 24u);
+    ServiceMetrics m = service->metrics();
+    EXPECT_EQ(m.requests_total, 16);
+    EXPECT_EQ(m.requests_running, 0);
+    EXPECT_EQ(m.generation_tokens_total, 16 * 24);
+    // One stream alone needs about 24 rounds; sixteen taking turns would need 384.
+    EXPECT_LE(m.rounds_total, 40) << "streams did not share rounds";
+}
+
+TEST(ActorService, BadRequestsAreRefusedAtSubmit) {
+    auto service = start_actor_service(service_options(nullptr));
+    engine::GenerationRequest r = sixteen_requests()[0];
+    r.prompt.push_back(100000);
+    Reply reply;
+    EXPECT_THROW(service->submit(r, reply.callback()), std::invalid_argument);
+}
+
+TEST(ActorService, DeleteIsRefusedWhenRecallIsOff) {
+    auto service = start_actor_service(service_options(nullptr));
+    EXPECT_FALSE(service->recall_report().enabled);
+    EXPECT_EQ(service->delete_recall().outcome, recall::EraseResult::Outcome::refused);
+}
+
+}  // namespace
+}  // namespace tf::actors
