@@ -1,26 +1,194 @@
-// `tensorfold serve`: until the HTTP server lands (issue 8) it states what it
-// was asked to serve and exits non-zero; it never pretends to serve.
+// `tensorfold serve`: loads the model, opens the record when --recall asks
+// for it, starts the actor service and the HTTP server, prints
+// "listening on http://HOST:PORT", and serves until SIGINT or SIGTERM.
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "actors/actor_service.h"
+#include "engine/calibrate.h"
 #include "gpu/device.h"
+#include "http/router.h"
+#include "http/server.h"
+#include "model/cpu_backend.h"
+#include "recall/record.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 
 namespace tf::tools {
 
+namespace {
+
+// Rows of the start-up cost measurement: the longest copy worth verifying
+// on a CPU is well under this.
+constexpr int32_t kCostCurveRows = 32;
+
+struct ServeError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// config.json's "architectures", read before load_model_config (which
+// refuses architectures it does not know) and before any weight is loaded.
+std::vector<std::string> architectures(const std::string& model_dir) {
+    const std::filesystem::path path = std::filesystem::path(model_dir) / "config.json";
+    std::ifstream file(path);
+    if (!file) throw ServeError(path.string() + ": cannot be read; is " + model_dir + " a Hugging Face model directory?");
+    std::stringstream text;
+    text << file.rdbuf();
+    const nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
+    std::vector<std::string> names;
+    if (config.is_discarded()) throw ServeError(path.string() + ": not valid JSON");
+    if (auto it = config.find("architectures"); it != config.end() && it->is_array()) {
+        for (const auto& name : *it) {
+            if (name.is_string()) names.push_back(name.get<std::string>());
+        }
+    }
+    return names;
+}
+
+std::string served_name(const config::ServerConfig& config) {
+    if (!config.served_model_name.empty()) return config.served_model_name;
+    std::filesystem::path dir = std::filesystem::path(config.model_dir).lexically_normal();
+    if (!dir.has_filename()) dir = dir.parent_path();  // "models/tinycode/"
+    return dir.filename().string();
+}
+
+recall::TokenizerIdentity record_identity(const tokenizer::Tokenizer& tokenizer) {
+    return {tokenizer.identity().digest_hex, tokenizer.identity().vocab_size};
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
+    // The port is bound first, so a port in use fails at once, before the
+    // model loads or the record opens; connections wait in the backlog
+    // until start().
+    http::Router* router_ready = nullptr;
+    http::ServerOptions server_options;
+    server_options.host = config.host;
+    server_options.port = static_cast<uint16_t>(config.port);
+    server_options.threads = 2;
+    http::Server server(server_options, [&router_ready](http::HttpRequest request, std::shared_ptr<http::Responder> responder) {
+        router_ready->handle(std::move(request), std::move(responder));
+    });
+
+    const std::string model_name = served_name(config);
+    tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::load(config.model_dir);
+
+    const std::vector<std::string> arch = architectures(config.model_dir);
+    for (const std::string& name : arch) {
+        // Seed: "Flash Next's replay engine copies from its own history on the
+        // GPU and reads no record, so a Flash Next server refuses --recall
+        // before it loads."
+        if (name == "FlashNextForCausalLM" && config.recall.enabled) {
+            throw ServeError(config.model_dir + " is a Flash Next model (config.json architectures: " + name +
+                             "): Flash Next's replay engine copies from its own history on the GPU and reads no "
+                             "record, so a Flash Next server refuses --recall; start it without the --recall flags");
+        }
+    }
+    if (config.device == config::Device::cuda) {
+        throw ServeError("--device cuda: the CUDA backend is not built yet; use --device cpu (or auto)");
+    }
+    std::string why_none;
+    for (const auto& d : gpu::list_devices(&why_none)) {
+        spdlog::info("CUDA device {}: {} ({} MiB); serving on the CPU: the CUDA backend is not built yet", d.index,
+                     d.name, d.memory_bytes >> 20);
+    }
+
+    std::unique_ptr<model::Backend> backend = model::load_cpu_backend(config.model_dir, config.threads);
+    const model::ModelConfig& model_config = backend->config();
+    const int32_t ctx_size = config.ctx_size > 0 ? config.ctx_size : model_config.max_position_embeddings;
+    if (ctx_size > model_config.max_position_embeddings) {
+        throw ServeError("--ctx-size " + std::to_string(ctx_size) + " is more than the model's max_position_embeddings (" +
+                         std::to_string(model_config.max_position_embeddings) + ")");
+    }
+    const auto cost_start = std::chrono::steady_clock::now();
+    const engine::CostCurve cost = engine::measure_cost_curve(*backend, kCostCurveRows);
+    const double cost_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cost_start).count();
+
+    std::unique_ptr<recall::Record> record;
+    if (config.recall.enabled) {
+        recall::RecordOptions options;
+        options.dir = config.recall.dir;  // empty: ~/.cache/tensorfold/recall/<tokenizer>
+        options.capacity_bytes = config.recall.disk_bytes();
+        options.read_only = config.recall.read_only;
+        options.model = model_name;
+        options.tokenizer = record_identity(tokenizer);
+        record = recall::Record::open(std::move(options));
+    }
+
+    const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get());
+    const int threads = cpu ? cpu->threads() : config.threads;
+    // Seed: "The server's startup line and GET /v1/recall state the record's
+    // state and size."
+    spdlog::info("tensorfold serve: model {} ({}, {}), device cpu, {} threads, context {} tokens, {} streams, "
+                 "cost curve measured in {:.0f} ms; recall: {}",
+                 model_name, joined(arch), config.model_dir, threads, ctx_size,
+                 config.max_streams, cost_ms, record ? record->summary() : std::string("off"));
+
+    actors::ActorServiceOptions options;
+    options.backend = backend.get();
+    options.tokenizer = &tokenizer;
+    options.record = record.get();
+    options.cost = cost;
+    options.engine.max_streams = config.max_streams;
+    options.engine.ctx_size = ctx_size;
+    std::unique_ptr<actors::Service> service = actors::start_actor_service(std::move(options));
+
+    http::RouterOptions router_options;
+    router_options.served_model_name = model_name;
+    router_options.api_key = config.api_key;
+    router_options.ctx_size = ctx_size;
+    router_options.vocab_size = std::min(static_cast<uint32_t>(model_config.vocab_size), tokenizer.vocab_size());
+    router_options.eos_token_ids = model_config.eos_token_ids;
+    router_options.created = static_cast<int64_t>(std::time(nullptr));
+    http::Router router(*service, tokenizer, router_options);
+    router_ready = &router;
+
+    server.start();
+    const std::string host = config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
+    std::printf("listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
+    std::fflush(stdout);
+
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    spdlog::info("tensorfold serve: {} received, stopping", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+    server.wait();
+    service->shutdown();
+    return 0;
+}
+
+}  // namespace
+
 int serve_command(const config::ServerConfig& config) {
     spdlog::set_level(spdlog::level::from_str(config.log_level));
-    std::string why_none;
-    auto devices = gpu::list_devices(&why_none);
-    if (devices.empty()) {
-        spdlog::info("CUDA: {}", why_none);
-    } else {
-        for (const auto& d : devices) spdlog::info("CUDA device {}: {} ({} MiB)", d.index, d.name, d.memory_bytes >> 20);
+    // SIGINT and SIGTERM are taken by sigwait on this thread; block them
+    // before any thread starts so that every thread inherits the mask.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    try {
+        return serve(config, stop_signals);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "tensorfold serve: %s\n", e.what());
+        return 1;
     }
-    std::printf("%s", config::describe(config).c_str());
-    std::fprintf(stderr,
-                 "tensorfold serve: not built yet: the HTTP server arrives with a later issue; "
-                 "the configuration above was parsed and nothing is being served\n");
-    return 3;
 }
 
 }  // namespace tf::tools

@@ -51,13 +51,19 @@ TEST(Binary, BadRecallGibExitsWithItsMessage) {
     EXPECT_NE(r.output.find("must be more than 0 GiB"), std::string::npos) << r.output;
 }
 
-TEST(Binary, ServeSaysItIsNotBuiltYetAndFails) {
-    // Until the HTTP server lands, serve prints its configuration and exits
-    // non-zero; it never fakes success.
-    RunResult r = run_tensorfold("serve --recall --port 0");
-    EXPECT_EQ(r.exit_code, 3);
-    EXPECT_NE(r.output.find("not built yet"), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("recall: on"), std::string::npos) << r.output;
+TEST(Binary, ServeDeviceCudaSaysTheBackendIsNotBuiltAndFails) {
+    // serve is real (tests/e2e); what it cannot do it refuses with a reason,
+    // before it loads any weights.
+    RunResult r = run_tensorfold("serve --device cuda --port 0");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("--device cuda: the CUDA backend is not built yet"), std::string::npos) << r.output;
+}
+
+TEST(Binary, ServeOfADirectoryWithoutAModelFailsNamingTheFile) {
+    RunResult r = run_tensorfold("serve /tmp --port 0");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("/tmp"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("listening on"), std::string::npos) << r.output;
 }
 
 }  // namespace

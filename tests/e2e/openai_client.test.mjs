@@ -1,0 +1,124 @@
+// The official `openai` npm client against tensorfold serve on tinycode:
+// completions and chat, streaming and not, stream_options.include_usage, and
+// errors surfacing as the client's typed exceptions with the right status.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startServer } from './server.mjs';
+
+let server;
+let client;
+
+before(async () => {
+  server = await startServer(['--api-key', 'test-key']);
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'test-key', maxRetries: 0 });
+});
+
+after(async () => {
+  assert.equal(await server.stop(), 0, server.output());
+});
+
+test('models.list names the served model', async () => {
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), ['tinycode']);
+});
+
+test('completions.create answers text, finish_reason and usage', async () => {
+  const c = await client.completions.create({ model: 'tinycode', prompt: 'def add(a, b):\n', max_tokens: 16, temperature: 0 });
+  assert.equal(c.object, 'text_completion');
+  assert.equal(c.choices.length, 1);
+  assert.ok(c.choices[0].text.length > 0);
+  assert.ok(['stop', 'length'].includes(c.choices[0].finish_reason));
+  assert.ok(c.usage.prompt_tokens > 0);
+  assert.ok(c.usage.completion_tokens >= 1 && c.usage.completion_tokens <= 16);
+  assert.equal(c.usage.total_tokens, c.usage.prompt_tokens + c.usage.completion_tokens);
+});
+
+test('a streamed completion joins to the non-streamed text', async () => {
+  const request = { model: 'tinycode', prompt: 'import sys\n', max_tokens: 24, temperature: 0.8, seed: 5 };
+  const whole = await client.completions.create(request);
+  const stream = await client.completions.create({ ...request, stream: true });
+  let text = '';
+  let finish = null;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.text ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(text, whole.choices[0].text);
+  assert.equal(finish, whole.choices[0].finish_reason);
+});
+
+test('chat.completions.create answers an assistant message', async () => {
+  const c = await client.chat.completions.create({
+    model: 'tinycode',
+    messages: [{ role: 'system', content: 'You write Python.' }, { role: 'user', content: 'a function that adds' }],
+    max_completion_tokens: 16,
+    temperature: 0,
+  });
+  assert.equal(c.object, 'chat.completion');
+  assert.equal(c.choices[0].message.role, 'assistant');
+  assert.equal(typeof c.choices[0].message.content, 'string');
+  assert.ok(c.usage.completion_tokens >= 1 && c.usage.completion_tokens <= 16);
+});
+
+test('streamed chat with include_usage ends with a usage chunk', async () => {
+  const request = { model: 'tinycode', messages: [{ role: 'user', content: 'hello' }], max_tokens: 12, temperature: 0 };
+  const whole = await client.chat.completions.create(request);
+  const stream = await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+  let content = '';
+  let role = null;
+  let usage = null;
+  let chunks = 0;
+  for await (const chunk of stream) {
+    chunks += 1;
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    if (chunk.choices.length > 0) {
+      role = role ?? chunk.choices[0].delta.role ?? null;
+      content += chunk.choices[0].delta.content ?? '';
+    } else {
+      usage = chunk.usage;
+    }
+  }
+  assert.ok(chunks >= 3);
+  assert.equal(role, 'assistant');
+  assert.equal(content, whole.choices[0].message.content);
+  assert.deepEqual(usage, whole.usage);
+});
+
+test('the stream helper (chat.completions.stream) reads the SSE', async () => {
+  const stream = client.chat.completions.stream({
+    model: 'tinycode', messages: [{ role: 'user', content: 'sort a list' }], max_tokens: 8, temperature: 0,
+  });
+  const final = await stream.finalChatCompletion();
+  assert.equal(final.choices[0].message.role, 'assistant');
+  assert.ok(['stop', 'length'].includes(final.choices[0].finish_reason));
+});
+
+test('a bad request is a BadRequestError (400) naming the field', async () => {
+  await assert.rejects(
+    client.completions.create({ model: 'tinycode', prompt: 'x', max_tokens: -3 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /max_tokens/.test(e.message),
+  );
+  await assert.rejects(
+    client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'model',
+  );
+  await assert.rejects(
+    client.completions.create({ model: 'tinycode', prompt: [1, 2, 99999], max_tokens: 2 }),
+    (e) => e instanceof OpenAI.BadRequestError && /99999/.test(e.message),
+  );
+});
+
+test('a wrong API key is an AuthenticationError (401)', async () => {
+  const wrong = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-the-key', maxRetries: 0 });
+  await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+  await assert.rejects(
+    wrong.completions.create({ model: 'tinycode', prompt: 'x', max_tokens: 2 }),
+    (e) => e instanceof OpenAI.AuthenticationError,
+  );
+});
+
+test('an unknown route is a NotFoundError (404)', async () => {
+  await assert.rejects(client.embeddings.create({ model: 'tinycode', input: 'x' }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});
