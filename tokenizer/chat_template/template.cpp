@@ -1,5 +1,6 @@
 #include "tokenizer/chat_template/template.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -87,7 +88,9 @@ private:
                 scope.assign(n.text, Value::callable([this, macro](std::vector<Value>& args, Kwargs& kwargs) {
                     Scope local{{}, &globals_};
                     for (size_t k = 0; k < macro->params.size(); ++k) {
-                        const auto& [name, fallback] = macro->params[k];
+                        // (plain references: clang before 16 cannot capture structured bindings)
+                        const std::string& name = macro->params[k].first;
+                        const ExprPtr& fallback = macro->params[k].second;
                         Value v;
                         if (k < args.size()) {
                             v = args[k];
@@ -409,8 +412,9 @@ std::string Template::render(const ChatRequest& request,
     } else {
         variables.emplace_back("tools", Value::none());
     }
-    for (const auto& [name, json] : request.variables_json) {
-        Value v = from_json(json, "chat variable '" + name + "'");
+    for (const auto& variable : request.variables_json) {
+        const std::string& name = variable.first;
+        Value v = from_json(variable.second, "chat variable '" + name + "'");
         auto it = std::find_if(variables.begin(), variables.end(), [&](const auto& kv) { return kv.first == name; });
         if (it != variables.end()) {
             it->second = v;
