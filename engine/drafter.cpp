@@ -70,6 +70,20 @@ Draft Drafter::record_draft(recall::Record& record, const CostCurve& cost, std::
     return draft;
 }
 
+Draft Drafter::graft_draft(Stream& stream, int32_t room, bool* asked) const {
+    Draft draft;
+    *asked = record_ && room > 0 && stream.offer_state().grafted_may_ask();
+    if (!*asked) return draft;
+    recall::Match match = record_->lookup(lookup_tail(stream), static_cast<uint32_t>(room));
+    if (match.length < recall::Index::kKeyIds || match.continuation.empty()) return draft;
+    const double p = copy_landing_probability(record_->offers().snapshot(), match.length);
+    const int32_t window = std::max(1, best_window(cost_, p, static_cast<int32_t>(match.continuation.size())));
+    draft.source = DraftSource::record;
+    draft.match_length = static_cast<int32_t>(match.length);
+    draft.tokens.assign(match.continuation.begin(), match.continuation.begin() + window);
+    return draft;
+}
+
 void Drafter::stream_outcome(Stream& stream) {
     const Draft& draft = stream.draft();
     const auto landed = static_cast<uint32_t>(stream.last_landed_drafts());

@@ -45,6 +45,13 @@ public:
     static Draft record_draft(recall::Record& record, const CostCurve& cost, std::span<const uint32_t> tail,
                               int32_t room, double own_expected);
     static void stream_outcome(Stream& stream);
+
+    // Grafted lanes: the record's continuation as a second branch of the
+    // round, verified beside the own-context draft. Seed: "Grafted lanes ask
+    // the record each round while its grafts land, and every eighth round
+    // otherwise." Empty when the stream does not ask this round or the
+    // record has no match; `asked` says whether it asked.
+    Draft graft_draft(Stream& stream, int32_t room, bool* asked) const;
     static void record_outcome(recall::Record& record, const Draft& draft, int32_t landed_drafts);
 
     const CostCurve& cost() const { return cost_; }

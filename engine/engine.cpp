@@ -44,7 +44,7 @@ void Engine::admit() {
     while (!waiting_.empty() && static_cast<int32_t>(lanes_.size()) < options_.max_streams) {
         auto [id, request] = std::move(waiting_.front());
         waiting_.pop_front();
-        const StreamId kv = next_kv_++;
+        const StreamId kv = lanes_.new_kv();
         const int32_t capacity = ctx_size_;
         backend_.open_stream(kv, capacity);
         const PromptCache::Hit hit = prompt_cache_.find(request.prompt);

@@ -78,7 +78,6 @@ private:
     PromptCache prompt_cache_;
     std::deque<std::pair<RequestId, GenerationRequest>> waiting_;
     RequestId next_request_ = 1;
-    StreamId next_kv_ = 0;
     DraftCounters totals_;
     int64_t rounds_ = 0;
     std::vector<float> logits_;

@@ -21,7 +21,18 @@ Round Lanes::next_round() {
     // Decoding streams first: their rows are few and a reply is waiting on them.
     for (auto& stream : streams_) {
         if (stream->finished() || stream->prefilling()) continue;
-        add_to_round(round, stream.get(), stream->next_rows(0, drafter_.next_draft(*stream)));
+        if (!options_.grafted) {
+            add_to_round(round, stream.get(), stream->next_rows(0, drafter_.next_draft(*stream)));
+            continue;
+        }
+        const int32_t room = drafter_.start_round(*stream);
+        Draft own = drafter_.own_context_draft(*stream, room);
+        bool asked = false;
+        Draft graft = drafter_.graft_draft(*stream, room, &asked);
+        if (asked) round.graft_askers.push_back(stream.get());
+        const size_t main = round.parts.size();
+        add_to_round(round, stream.get(), stream->next_rows(0, std::move(own)));
+        if (!graft.tokens.empty() && graft.tokens != round.parts[main].draft) add_graft(round, *stream, main, std::move(graft));
     }
     for (auto& stream : streams_) {
         if (!stream->prefilling()) continue;
@@ -33,10 +44,82 @@ Round Lanes::next_round() {
     return round;
 }
 
+void Lanes::add_graft(Round& round, Stream& stream, size_t main, Draft graft) {
+    const StreamRows& own = round.parts[main];
+    graft.tokens.resize(std::min<size_t>(graft.tokens.size(), static_cast<size_t>(stream.draft_room())));
+    if (graft.tokens.empty()) return;
+    // The branch runs on a fork of the stream's cache: positions 0..kv_length-1.
+    const StreamId fork = new_kv();
+    const int32_t base = stream.kv_length();
+    backend_.open_stream(fork, stream.capacity());  // the fork may become the stream's cache
+    if (base > 0) backend_.copy_prefix(stream.kv(), fork, base);
+    StreamRows rows;
+    rows.kv = fork;
+    rows.sampling = own.sampling;
+    rows.first_position = own.first_position;
+    rows.samples = true;
+    rows.draft = graft.tokens;
+    rows.rows.push_back({fork, base, own.rows.front().token, true});
+    for (size_t i = 0; i < graft.tokens.size(); ++i) {
+        rows.rows.push_back({fork, base + 1 + static_cast<int32_t>(i), graft.tokens[i], true});
+    }
+    round.grafts.push_back({round.parts.size(), main, std::move(graft)});
+    add_to_round(round, nullptr, std::move(rows));
+}
+
+StreamUpdate Lanes::land_graft(const Round& round, const Graft& graft, const std::vector<float>& logits,
+                               int32_t vocab, int32_t* graft_landed) {
+    auto logits_of = [&](size_t part) {
+        return std::span<const float>(logits.data() + static_cast<size_t>(round.first_logits[part]) * vocab,
+                                      static_cast<size_t>(round.parts[part].logits_rows()) * vocab);
+    };
+    Stream& stream = *round.streams[graft.main];
+    const StreamRows& own = round.parts[graft.main];
+    const StreamRows& branch = round.parts[graft.part];
+    const Verdict own_verdict = judge(own, logits_of(graft.main), vocab);
+    const Verdict branch_verdict = judge(branch, logits_of(graft.part), vocab);
+    *graft_landed = branch_verdict.landed_drafts;
+    // Both branches sample the same tokens wherever their prefixes agree, so
+    // the longer landed run is simply more of the same reply. Own context wins ties.
+    const bool branch_wins = branch_verdict.landed_drafts > own_verdict.landed_drafts;
+    const StreamId loser = branch_wins ? stream.kv() : branch.kv;
+    const Verdict& verdict = branch_wins ? branch_verdict : own_verdict;
+    const StreamRows& winner = branch_wins ? branch : own;
+    const int32_t keep = kv_after(winner, verdict);
+    if (backend_.stream_length(winner.kv) > keep) backend_.truncate(winner.kv, keep);
+    backend_.close_stream(loser);
+    if (branch_wins) stream.take_branch(branch, graft.draft, branch.kv);
+    StreamUpdate update;
+    stream.apply(verdict, update);
+    if (stream.verified_last_round()) drafter_.after_landing(stream);
+    return update;
+}
+
 std::vector<StreamUpdate> Lanes::land(const Round& round, const std::vector<float>& logits) {
     const int32_t vocab = backend_.config().vocab_size;
     std::vector<StreamUpdate> updates;
-    for (size_t s = 0; s < round.streams.size(); ++s) {
+    auto keep_update = [&](StreamUpdate&& update) {
+        if (!update.tokens.empty() || !update.text.empty() || update.finish != FinishReason::running) {
+            updates.push_back(std::move(update));
+        }
+    };
+    std::vector<bool> settled(round.parts.size(), false);
+    std::vector<std::pair<Stream*, int32_t>> graft_landed;
+    for (const Graft& graft : round.grafts) {
+        int32_t landed = 0;
+        keep_update(land_graft(round, graft, logits, vocab, &landed));
+        settled[graft.main] = settled[graft.part] = true;
+        graft_landed.emplace_back(round.streams[graft.main], landed);
+    }
+    for (Stream* asker : round.graft_askers) {
+        int32_t landed = 0;
+        for (const auto& [stream, n] : graft_landed) {
+            if (stream == asker) landed = n;
+        }
+        asker->offer_state().record_graft_outcome(static_cast<uint32_t>(landed));
+    }
+    for (size_t s = 0; s < round.parts.size(); ++s) {
+        if (settled[s]) continue;
         Stream& stream = *round.streams[s];
         const StreamRows& part = round.parts[s];
         const std::span<const float> rows(logits.data() + static_cast<size_t>(round.first_logits[s]) * vocab,
@@ -48,9 +131,7 @@ std::vector<StreamUpdate> Lanes::land(const Round& round, const std::vector<floa
         StreamUpdate update;
         stream.apply(verdict, update);
         if (stream.verified_last_round()) drafter_.after_landing(stream);
-        if (!update.tokens.empty() || !update.text.empty() || update.finish != FinishReason::running) {
-            updates.push_back(std::move(update));
-        }
+        keep_update(std::move(update));
     }
     return updates;
 }

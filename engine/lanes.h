@@ -23,13 +23,28 @@ namespace tf::engine {
 struct LanesOptions {
     int32_t max_rows_per_round = 512;  // bounds a round's latency when long prompts arrive
     int32_t prefill_chunk = 256;       // most prompt rows one stream adds to a round
+    // Grafted lanes: verify a record copy as a second branch beside the own
+    // draft. The branch runs on a fork of the stream's KV (copy_prefix), which
+    // batch invariance makes exact: the fork's rows get the logits the
+    // stream's own rows would. Off in every served configuration (seed: "No
+    // served engine turns grafted lanes on yet").
+    bool grafted = false;
+};
+
+// A grafted branch: rows on a fork of a stream's KV.
+struct Graft {
+    size_t part = 0;     // index of the branch's rows in Round::parts
+    size_t main = 0;     // index of the stream's own rows
+    Draft draft;
 };
 
 struct Round {
     std::vector<model::Row> rows;        // every stream's rows, concatenated
-    std::vector<Stream*> streams;        // in row order
+    std::vector<Stream*> streams;        // per part: its stream (null for a graft's part)
     std::vector<StreamRows> parts;       // per stream: what it put in
-    std::vector<int32_t> first_logits;   // per stream: index of its first logits row
+    std::vector<int32_t> first_logits;   // per part: index of its first logits row
+    std::vector<Graft> grafts;
+    std::vector<Stream*> graft_askers;   // streams whose grafted lane asked the record
     bool empty() const { return rows.empty(); }
 };
 
@@ -41,6 +56,8 @@ public:
     Lanes(model::Backend& backend, Drafter& drafter, LanesOptions options);
 
     void add(std::unique_ptr<Stream> stream) { streams_.push_back(std::move(stream)); }
+    // KV stream ids: the engine's streams and the grafts' forks share one space.
+    StreamId new_kv() { return next_kv_++; }
     size_t size() const { return streams_.size(); }
     std::vector<std::unique_ptr<Stream>>& streams() { return streams_; }
 
@@ -54,7 +71,12 @@ private:
     model::Backend& backend_;
     Drafter& drafter_;
     LanesOptions options_;
+    void add_graft(Round& round, Stream& stream, size_t main, Draft graft);
+    StreamUpdate land_graft(const Round& round, const Graft& graft, const std::vector<float>& logits, int32_t vocab,
+                            int32_t* graft_landed);
+
     std::vector<std::unique_ptr<Stream>> streams_;
+    StreamId next_kv_ = 0;
 };
 
 }  // namespace tf::engine

@@ -85,6 +85,12 @@ bool Stream::accept(TokenId token, StreamUpdate& update) {
     return !finished();
 }
 
+void Stream::take_branch(StreamRows rows, Draft draft, StreamId kv) {
+    in_flight_ = std::move(rows);
+    draft_ = std::move(draft);
+    kv_ = kv;
+}
+
 void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
     update.request = request_;
     const StreamRows sent = std::move(in_flight_);

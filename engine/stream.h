@@ -53,6 +53,7 @@ public:
     const GenerationRequest& spec() const { return spec_; }
     int32_t resume_point() const { return resume_point_; }
     int32_t kv_length() const { return kv_length_; }
+    int32_t capacity() const { return capacity_; }
     int32_t prompt_length() const { return static_cast<int32_t>(spec_.prompt.size()); }
     bool prefilling() const { return kv_length_ < prompt_length() && !finished(); }
     bool finished() const { return finish_ != FinishReason::running; }
@@ -80,6 +81,11 @@ public:
     int32_t kept_length() const { return std::min(kv_length_, context_.size()); }
 
     void cancel() { finish_ = FinishReason::cancelled; }
+
+    // Grafted lanes: the round's winning branch ran on another KV stream
+    // (a fork of this one). The stream takes that branch's rows, draft and
+    // cache before apply().
+    void take_branch(StreamRows rows, Draft draft, StreamId kv);
 
     // The draft of the round in flight (for statistics after landing).
     const Draft& draft() const { return draft_; }

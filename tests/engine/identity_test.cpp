@@ -107,6 +107,17 @@ TEST_F(IdentityTest, TwoHundredCasesAreIdenticalWithRecallOffOnAndReadOnly) {
         EXPECT_GT(read_only.totals().copies_offered, 0);
         EXPECT_EQ(record->stats().ids, ids_before) << "read-only adds nothing";
     }
+    {
+        // DESIGN.md 6: grafted lanes "exist in the engine but no served
+        // configuration turns them on" — here an engine option does.
+        auto record = open_record(dir.path(), true);
+        EngineOptions grafted;
+        grafted.lanes.grafted = true;
+        Engine engine(tinycode(), CostCurve::flat(64), grafted, nullptr, record.get());
+        expect_identical(engine, "grafted lanes");
+        EXPECT_GT(engine.totals().copy_landed, 0) << "grafts from the record landed";
+        EXPECT_GT(engine.totals().own_landed, 0);
+    }
 }
 
 TEST_F(IdentityTest, ConcurrentMixesWithoutDraftsMatchEachStreamAlone) {
