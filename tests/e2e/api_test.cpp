@@ -238,6 +238,25 @@ TEST_F(Api, StreamedChatStartsWithTheRoleAndEndsWithDone) {
     }
 }
 
+TEST_F(Api, CurlGetsTheCompletionAndTheStreamOfTheReadme) {
+    // The README's two curl commands, against this server.
+    const std::string url = server_->base_url();
+    const json completion = json::parse(shell(
+        "curl -s " + url + "/v1/completions -H 'Content-Type: application/json' "
+        "-d '{\"model\": \"tinycode\", \"prompt\": \"def fibonacci(n):\\n\", \"max_tokens\": 64, \"temperature\": 0.7, \"seed\": 1}'"));
+    EXPECT_EQ(completion["usage"]["completion_tokens"].get<int>() + completion["usage"]["prompt_tokens"].get<int>(),
+              completion["usage"]["total_tokens"].get<int>());
+    EXPECT_EQ(completion["usage"]["prompt_tokens"], 8) << "def fibonacci(n):\n";
+    const std::string stream = shell(
+        "curl -sN " + url + "/v1/chat/completions -H 'Content-Type: application/json' "
+        "-d '{\"model\": \"tinycode\", \"messages\": [{\"role\": \"user\", \"content\": \"Write a function that reverses a string.\"}], "
+        "\"max_tokens\": 32, \"stream\": true}'");
+    const std::vector<std::string> payloads = sse_payloads(stream);
+    ASSERT_GE(payloads.size(), 3u) << stream;
+    EXPECT_EQ(json::parse(payloads.front())["choices"][0]["delta"]["role"], "assistant");
+    EXPECT_EQ(payloads.back(), "[DONE]");
+}
+
 TEST_F(Api, MalformedJsonIs400) {
     expect_error(server_->post("/v1/completions", "{\"model\": "), 400, "not valid JSON");
 }
