@@ -1,0 +1,157 @@
+// The copy window's use of the offer policy, driven by scripted verdicts on
+// a real record (no model: each round's verdict is written by the test).
+// Seed, last paragraph: "A copy is offered when the record's continuation of
+// the stream's last 16 tokens or more is expected to land more tokens than
+// the stream's own drafts have lately. ... a stream whose copy landed
+// nothing leaves the record alone for four rounds. Grafted lanes ask the
+// record each round while its grafts land, and every eighth round otherwise.
+// The stream's own context is asked first, and wins ties."
+#include <gtest/gtest.h>
+
+#include "engine/drafter.h"
+#include "engine_fixture.h"
+
+namespace tf::engine {
+namespace {
+
+using namespace testing;
+
+// A record holding S = 1000, 1001, ..., 1599 and a stream whose context is
+// S[0..51): the record's continuation of its last 16+ tokens is S[51..].
+class DrafterPolicy : public ::testing::Test {
+protected:
+    void SetUp() override {
+        for (int i = 0; i < 600; ++i) s_.push_back(1000 + i);
+        record_ = open_record(dir_.path(), false);
+        record_->add(std::vector<uint32_t>(s_.begin(), s_.end()));
+        drafter_ = std::make_unique<Drafter>(CostCurve::flat(64), DrafterOptions{}, record_.get());
+        GenerationRequest spec;
+        spec.prompt.assign(s_.begin(), s_.begin() + 50);
+        spec.max_tokens = 500;
+        stream_ = std::make_unique<Stream>(1, 0, spec, 0, 4096, nullptr);
+        StreamUpdate update;
+        stream_->next_rows(64, Draft{});
+        stream_->apply(Verdict{{s_[50]}, 0}, update);  // the reply's first token
+    }
+
+    // One round: the drafter's draft lands `landed` tokens (capped by its
+    // length), then the model's own token follows S. Returns the draft.
+    Draft round(int landed) {
+        Draft draft = drafter_->next_draft(*stream_);
+        StreamRows rows = stream_->next_rows(0, draft);
+        const size_t at = static_cast<size_t>(stream_->context().size());  // next index into S
+        Verdict verdict;
+        verdict.landed_drafts = std::min<int>(landed, static_cast<int>(rows.draft.size()));
+        for (int i = 0; i <= verdict.landed_drafts; ++i) verdict.tokens.push_back(s_[at + static_cast<size_t>(i)]);
+        StreamUpdate update;
+        stream_->apply(verdict, update);
+        drafter_->after_landing(*stream_);
+        return draft;
+    }
+
+    TempDir dir_{"drafter-policy"};
+    std::vector<TokenId> s_;
+    std::unique_ptr<recall::Record> record_;
+    std::unique_ptr<Drafter> drafter_;
+    std::unique_ptr<Stream> stream_;
+};
+
+TEST_F(DrafterPolicy, AFreshRecordIsOfferedWhenOwnContextHasNothing) {
+    Draft draft = round(0);
+    EXPECT_EQ(draft.source, DraftSource::record);
+    EXPECT_GE(draft.match_length, 16);
+    ASSERT_FALSE(draft.tokens.empty());
+    EXPECT_EQ(draft.tokens.front(), s_[51]) << "the record's continuation";
+}
+
+TEST_F(DrafterPolicy, AStreamWhoseCopyLandedNothingLeavesTheRecordAloneForFourRounds) {
+    EXPECT_EQ(round(0).source, DraftSource::record);
+    for (int i = 0; i < 4; ++i) EXPECT_NE(round(1).source, DraftSource::record) << "round " << i + 1 << " after the miss";
+    EXPECT_EQ(round(1).source, DraftSource::record) << "the fifth round asks again";
+}
+
+TEST_F(DrafterPolicy, CopiesThatLandKeepBeingOffered) {
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(round(1000).source, DraftSource::record) << i;
+    EXPECT_GT(stream_->counters().copy_landed, 0);
+}
+
+TEST_F(DrafterPolicy, OwnDraftsThatLandMoreThanTheRecordWin) {
+    // A context that repeats S[0..20) forever: its own drafts always continue
+    // it and (scripted) land in full, while the record's copies of S (which
+    // goes on past 20) land nothing. Once the own drafts have landed more
+    // lately than the record's copies are expected to, the own context wins.
+    auto periodic = [&](size_t index) { return s_[index % 20]; };
+    // The record also holds two periods of it, then something else.
+    std::vector<uint32_t> earlier;
+    for (size_t i = 0; i < 40; ++i) earlier.push_back(static_cast<uint32_t>(periodic(i)));
+    for (uint32_t i = 0; i < 100; ++i) earlier.push_back(5000 + i);
+    record_->add(earlier);
+    GenerationRequest spec;
+    for (size_t i = 0; i < 60; ++i) spec.prompt.push_back(periodic(i));
+    spec.max_tokens = 2000;
+    stream_ = std::make_unique<Stream>(2, 0, spec, 0, 4096, nullptr);
+    StreamUpdate update;
+    stream_->next_rows(128, Draft{});
+    stream_->apply(Verdict{{periodic(60)}, 0}, update);
+    std::vector<DraftSource> sources;
+    for (int i = 0; i < 40; ++i) {
+        Draft draft = drafter_->next_draft(*stream_);
+        sources.push_back(draft.source);
+        StreamRows rows = stream_->next_rows(0, draft);
+        const size_t at = static_cast<size_t>(stream_->context().size());
+        Verdict verdict;
+        verdict.landed_drafts = draft.source == DraftSource::own_context ? static_cast<int32_t>(rows.draft.size()) : 0;
+        for (int j = 0; j <= verdict.landed_drafts; ++j) verdict.tokens.push_back(periodic(at + static_cast<size_t>(j)));
+        stream_->apply(verdict, update);
+        drafter_->after_landing(*stream_);
+    }
+    EXPECT_EQ(sources.front(), DraftSource::record) << "a fresh record is tried first";
+    EXPECT_EQ(sources.back(), DraftSource::own_context);
+    EXPECT_GT(stream_->offer_state().own_expected_landed(), record_->offers().expected_landed(16))
+        << "the own context now lands more than the record is expected to";
+}
+
+TEST_F(DrafterPolicy, GraftedLanesAskEachRoundWhileGraftsLandAndEveryEighthOtherwise) {
+    bool asked = false;
+    std::vector<bool> asks;
+    // Grafts land: the lane asks every round.
+    for (int i = 0; i < 3; ++i) {
+        drafter_->start_round(*stream_);
+        drafter_->graft_draft(*stream_, 8, &asked);
+        asks.push_back(asked);
+        stream_->offer_state().record_graft_outcome(5);
+    }
+    EXPECT_EQ(asks, std::vector<bool>(3, true));
+    // A graft that landed nothing: the next ask is eight rounds later.
+    stream_->offer_state().record_graft_outcome(0);
+    asks.clear();
+    for (int i = 0; i < 8; ++i) {
+        drafter_->start_round(*stream_);
+        drafter_->graft_draft(*stream_, 8, &asked);
+        asks.push_back(asked);
+        if (asked) stream_->offer_state().record_graft_outcome(0);
+    }
+    EXPECT_EQ(asks, (std::vector<bool>{false, false, false, false, false, false, false, true}));
+}
+
+TEST_F(DrafterPolicy, ARecordWhoseCopiesKeepMissingStopsOfferingThemApartFromRarerProbes) {
+    const std::vector<uint32_t> tail(s_.begin() + 30, s_.begin() + 51);
+    std::vector<int> offered_at;
+    for (int ask = 0; ask < 200; ++ask) {
+        Draft copy = Drafter::record_draft(*record_, CostCurve::flat(64), tail, 8, 0.0);
+        if (copy.source == DraftSource::record) {
+            offered_at.push_back(ask);
+            Drafter::record_outcome(*record_, copy, 0);  // every copy misses
+        }
+    }
+    ASSERT_GE(offered_at.size(), 10u);
+    // First the copies themselves, then probes whose spacing grows.
+    std::vector<int> gaps;
+    for (size_t i = 1; i < offered_at.size(); ++i) gaps.push_back(offered_at[i] - offered_at[i - 1]);
+    EXPECT_EQ(gaps.front(), 1);
+    EXPECT_GT(gaps.back(), gaps[gaps.size() / 2]) << "probes come rarer while they miss";
+    EXPECT_TRUE(record_->offers().snapshot().copies_keep_missing);
+}
+
+}  // namespace
+}  // namespace tf::engine
