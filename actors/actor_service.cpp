@@ -77,17 +77,14 @@ public:
             handle = next_handle_++;
             streams_.emplace(handle, stream_actor{});
         }
+        auto consumer = std::make_shared<EventCallback>(std::move(on_event));
         StreamOptions stream;
         stream.handle = handle;
         stream.request = std::move(request);
-        stream.on_event = [this, handle, on_event = std::move(on_event)](StreamEvent event) {
+        stream.on_event = [this, handle, consumer](StreamEvent event) {
             const bool last = event.finish != engine::FinishReason::running;
-            on_event(std::move(event));
-            if (last) {
-                std::lock_guard lock(mutex_);
-                streams_.erase(handle);
-                idle_.notify_all();
-            }
+            if (last) forget(handle);
+            (*consumer)(std::move(event));
         };
         stream.context_size = context_size_;
         stream.prefill_chunk = options_.engine.lanes.prefill_chunk;
@@ -97,6 +94,18 @@ public:
         stream.readers = actors_.readers;
         stream.writer = actors_.writer;
         stream_actor actor = spawn_stream(system_, std::move(stream));
+        // A stream actor that fails never sends its last event: the request
+        // still ends, as cancelled, and its slot is freed.
+        caf::actor_cast<caf::abstract_actor*>(actor)->attach_functor([this, handle, consumer] {
+            if (!forget(handle)) return;
+            StreamEvent last;
+            last.finish = engine::FinishReason::cancelled;
+            try {
+                (*consumer)(std::move(last));
+            } catch (const std::exception&) {
+                // The consumer failed already; nothing is waiting for this event.
+            }
+        });
         std::lock_guard lock(mutex_);
         if (auto found = streams_.find(handle); found != streams_.end()) found->second = actor;
         return handle;
@@ -130,6 +139,14 @@ public:
     }
 
 private:
+    // Removes a request that has ended; false if it was already gone.
+    bool forget(RequestHandle handle) {
+        std::lock_guard lock(mutex_);
+        if (streams_.erase(handle) == 0) return false;
+        idle_.notify_all();
+        return true;
+    }
+
     template <typename Reply, typename Handle, typename Atom>
     Reply ask(const Handle& actor, Atom atom) {
         caf::scoped_actor self{system_};
@@ -143,16 +160,17 @@ private:
     }
 
     ActorServiceOptions options_;
+    // Before the actor system: stream actors that end while it shuts down
+    // still reach these.
+    std::mutex mutex_;
+    std::condition_variable idle_;
+    std::unordered_map<RequestHandle, stream_actor> streams_;
     caf::actor_system_config config_;
     caf::actor_system system_;
     engine::Drafter drafter_;
     int32_t context_size_;
     engine::TextDecoderFactory decoders_;
     LongLivedActors actors_;
-
-    std::mutex mutex_;
-    std::condition_variable idle_;
-    std::unordered_map<RequestHandle, stream_actor> streams_;
     RequestHandle next_handle_ = 1;
     bool stopping_ = false;
     bool stopped_ = false;

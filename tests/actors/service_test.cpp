@@ -162,6 +162,25 @@ TEST(ActorService, ConcurrentStreamsShareRounds) {
     EXPECT_LE(m.rounds_total, 40) << "streams did not share rounds";
 }
 
+TEST(ActorService, AStreamActorThatFailsDoesNotTakeTheLaneDown) {
+    auto service = start_actor_service(service_options(nullptr));
+    // This request's consumer throws on its first event: its stream actor dies.
+    engine::GenerationRequest doomed = sixteen_requests()[3];
+    doomed.max_tokens = 200;
+    doomed.stop_tokens.clear();
+    service->submit(doomed, [](StreamEvent) { throw std::runtime_error("consumer failed"); });
+    Reply other;
+    service->submit(sixteen_requests()[4], other.callback());
+    EXPECT_EQ(other.wait().size(), 24u);
+    for (int i = 0; i < 100 && service->metrics().requests_running > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(service->metrics().requests_running, 0) << "the failed stream's slot and KV are released";
+    Reply after;
+    service->submit(sixteen_requests()[5], after.callback());
+    EXPECT_EQ(after.wait().size(), 24u);
+}
+
 TEST(ActorService, BadRequestsAreRefusedAtSubmit) {
     auto service = start_actor_service(service_options(nullptr));
     engine::GenerationRequest r = sixteen_requests()[0];
