@@ -126,8 +126,29 @@ private:
         parser_->header_limit(kHeaderLimit);
         stream_.expires_after(first_request_ ? shared_.options.header_timeout : shared_.options.idle_timeout);
         first_request_ = false;
-        bhttp::async_read(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+        bhttp::async_read_header(stream_, buffer_, *parser_,
+                                 [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+    }
+
+    // A client that sent "Expect: 100-continue" waits for "100 Continue"
+    // before it sends the body (curl for bodies over 1 MiB, and others for
+    // any body); without it such a client stalls a second or more.
+    void on_header(beast::error_code ec) {
+        if (ec) return on_read(ec);
+        auto read_body = [self = shared_from_this()] {
+            bhttp::async_read(self->stream_, self->buffer_, *self->parser_,
+                              [self](beast::error_code ec, size_t) { self->on_read(ec); });
+        };
+        const auto& header = parser_->get();
+        auto expect = header.find(bhttp::field::expect);
+        if (expect == header.end() || !beast::iequals(expect->value(), "100-continue") || parser_->is_done()) {
+            return read_body();
+        }
+        auto interim = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_, header.version());
+        bhttp::async_write(stream_, *interim, [interim, read_body](beast::error_code write_error, size_t) {
+            if (write_error) return;  // the client went; nothing to answer
+            read_body();
+        });
     }
 
     void on_read(beast::error_code ec) {

@@ -42,6 +42,9 @@ public:
         address.sin_port = htons(port);
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+        // A server that never answers fails the test instead of hanging it.
+        timeval timeout{10, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     }
     ~RawClient() { close(); }
     bool connected() const { return connected_; }
@@ -116,6 +119,27 @@ TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
     client.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
     std::string both = client.read_until("GET /b");
     EXPECT_LT(both.find("GET /a"), both.find("GET /b"));
+}
+
+TEST_F(ServerTest, Expect100ContinueGetsAnInterimAnswerBeforeTheBody) {
+    // A client that asks "Expect: 100-continue" sends its body only after
+    // "HTTP/1.1 100 Continue" (or after its own timeout: a second for curl).
+    start(echo_handler());
+    RawClient client(server_->port());
+    client.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    const std::string interim = client.read_until("\r\n\r\n");
+    EXPECT_EQ(interim.rfind("HTTP/1.1 100 Continue\r\n", 0), 0u) << interim;
+    client.send("hello");
+    EXPECT_NE(client.read_until("POST /e ? [] hello").find("200 OK"), std::string::npos);
+}
+
+TEST_F(ServerTest, CurlWithExpect100ContinueDoesNotWaitForItsTimeout) {
+    start(echo_handler());
+    const auto started = std::chrono::steady_clock::now();
+    std::string out = run("curl -s --expect100-timeout 5 -H 'Expect: 100-continue' --data 'hello' '" + base_ + "/c'");
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_EQ(out, "POST /c ? [] hello");
+    EXPECT_LT(took, std::chrono::seconds(2)) << "curl waited for its 5 s timeout: no 100 Continue";
 }
 
 TEST_F(ServerTest, AnswersFromAnotherThreadLater) {
