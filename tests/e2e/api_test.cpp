@@ -288,7 +288,7 @@ TEST_F(Api, MaxTokensAbsentRunsToTheEndOfTheContext) {
     // With no max_tokens and no EOS in reach the reply ends with the context:
     // prompt + reply = 256 tokens, finish_reason "length".
     std::string prompt;
-    for (int i = 0; i < 12; ++i) prompt += "x" + std::to_string(i) + " = " + std::to_string(i) + "\n";
+    for (int i = 0; i < 26; ++i) prompt += "x" + std::to_string(i) + " = " + std::to_string(i) + "\n";
     json request = {{"model", "tinycode"}, {"prompt", prompt}, {"temperature", 0}};
     const Response r = server_->post("/v1/completions", request.dump());
     ASSERT_EQ(r.status, 200) << r.body;

@@ -77,7 +77,7 @@ protected:
 };
 
 TEST_F(FullServer, ARequestBeyondCapacityIs503WithRetryAfter) {
-    auto first = std::async(std::launch::async, [&] { return http_request(server_->port(), "POST", "/v1/completions", long_request(false, 300)); });
+    auto first = std::async(std::launch::async, [&] { return http_request(server_->port(), "POST", "/v1/completions", long_request(false, 64)); });
     ASSERT_TRUE(wait_until([&] { return service_->metrics().requests_running == 1; }, std::chrono::seconds(10)));
     const Response refused = http_request(server_->port(), "POST", "/v1/completions", long_request(false));
     const Response first_answer = first.get();
