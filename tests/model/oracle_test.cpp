@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "model/cpu_backend.h"
-#include "model/sampling.h"
+#include "engine/sampler.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -63,7 +63,7 @@ TEST(HfOracle, GreedyDecodingOfTinycodeMatchesTransformersExactly) {
         std::vector<int32_t> produced;
         for (size_t step = 0; step < g.greedy.size(); ++step) {
             ASSERT_EQ(logits.size(), static_cast<size_t>(vocab));
-            const int32_t next = argmax_token(logits);
+            const int32_t next = engine::argmax(logits);
             produced.push_back(next);
             Row row{stream, static_cast<int32_t>(g.prompt.size() + step), next, true};
             if (step + 1 < g.greedy.size()) backend->forward({&row, 1}, logits);
