@@ -30,14 +30,8 @@ void finish(Self self, StreamEvent last) {
         release.generated_tokens = static_cast<int64_t>(stream.reply().size());
         release.counters = stream.counters();
         if (s.options.writer) {
-            // Seed: "Each request adds the part of its prompt that no earlier
-            // request read, from where the prompt cache resumed it, and its
-            // reply when the reply ends."
-            const int32_t end = stream.kv_length() < stream.prompt_length() ? stream.kv_length() : stream.context().size();
-            if (end > stream.resume_point()) {
-                self->send(s.options.writer, add_atom::value,
-                           std::vector<uint32_t>(tokens.begin() + stream.resume_point(), tokens.begin() + end));
-            }
+            std::vector<uint32_t> ids = stream.record_ids();
+            if (!ids.empty()) self->send(s.options.writer, add_atom::value, std::move(ids));
         }
     }
     self->send(s.options.lane, release_atom::value, std::move(release));

@@ -14,6 +14,18 @@ double copy_landing_probability(const recall::LandingSnapshot& landing, uint32_t
     return std::clamp(static_cast<double>(bucket.tokens_landed) / static_cast<double>(bucket.tokens_drafted), 0.05, 0.99);
 }
 
+// A record copy of `match`, as long as it pays under this bucket's landing.
+Draft copy_of(recall::Record& record, const CostCurve& cost, const recall::Match& match) {
+    const double p = copy_landing_probability(record.offers().snapshot(), match.length);
+    const auto available = static_cast<int32_t>(match.continuation.size());
+    const int32_t window = std::max(1, best_window(cost, p, available));
+    Draft draft;
+    draft.source = DraftSource::record;
+    draft.match_length = static_cast<int32_t>(match.length);
+    draft.tokens.assign(match.continuation.begin(), match.continuation.begin() + window);
+    return draft;
+}
+
 }  // namespace
 
 int32_t Drafter::start_round(Stream& stream) const {
@@ -61,13 +73,7 @@ Draft Drafter::record_draft(recall::Record& record, const CostCurve& cost, std::
     if (match.length < recall::Index::kKeyIds || match.continuation.empty()) return draft;
     const auto available = static_cast<uint32_t>(match.continuation.size());
     if (record.offers().decide(match.length, own_expected, available) == recall::OfferKind::none) return draft;
-    // A copy is as long as it pays: the window under this bucket's landing.
-    const double p = copy_landing_probability(record.offers().snapshot(), match.length);
-    const int32_t window = std::max(1, best_window(cost, p, static_cast<int32_t>(available)));
-    draft.source = DraftSource::record;
-    draft.match_length = static_cast<int32_t>(match.length);
-    draft.tokens.assign(match.continuation.begin(), match.continuation.begin() + window);
-    return draft;
+    return copy_of(record, cost, match);
 }
 
 Draft Drafter::graft_draft(Stream& stream, int32_t room, bool* asked) const {
@@ -76,12 +82,7 @@ Draft Drafter::graft_draft(Stream& stream, int32_t room, bool* asked) const {
     if (!*asked) return draft;
     recall::Match match = record_->lookup(lookup_tail(stream), static_cast<uint32_t>(room));
     if (match.length < recall::Index::kKeyIds || match.continuation.empty()) return draft;
-    const double p = copy_landing_probability(record_->offers().snapshot(), match.length);
-    const int32_t window = std::max(1, best_window(cost_, p, static_cast<int32_t>(match.continuation.size())));
-    draft.source = DraftSource::record;
-    draft.match_length = static_cast<int32_t>(match.length);
-    draft.tokens.assign(match.continuation.begin(), match.continuation.begin() + window);
-    return draft;
+    return copy_of(*record_, cost_, match);
 }
 
 void Drafter::stream_outcome(Stream& stream) {

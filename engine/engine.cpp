@@ -54,21 +54,9 @@ void Engine::admit() {
     }
 }
 
-void Engine::add_to_record(const Stream& stream) {
-    // Seed: "Each request adds the part of its prompt that no earlier request
-    // read, from where the prompt cache resumed it, and its reply when the
-    // reply ends." One add keeps the prompt and its reply one segment, so a
-    // later request ending like this prompt finds this reply after it.
-    const std::vector<TokenId>& tokens = stream.context().tokens();
-    const int32_t end = stream.kv_length() < stream.prompt_length() ? stream.kv_length() : stream.context().size();
-    if (end <= stream.resume_point()) return;
-    std::vector<uint32_t> ids(tokens.begin() + stream.resume_point(), tokens.begin() + end);
-    record_->add(ids);
-}
-
 void Engine::retire(std::unique_ptr<Stream> stream) {
     totals_ += stream->counters();
-    if (record_) add_to_record(*stream);
+    if (record_) record_->add(stream->record_ids());
     const int32_t kept = std::min(backend_.stream_length(stream->kv()), stream->kept_length());
     if (backend_.stream_length(stream->kv()) > kept) backend_.truncate(stream->kv(), kept);
     const auto& tokens = stream->context().tokens();

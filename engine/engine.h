@@ -66,7 +66,6 @@ public:
 private:
     void admit();
     void retire(std::unique_ptr<Stream> stream);
-    void add_to_record(const Stream& stream);
 
     model::Backend& backend_;
     recall::Record* record_;

@@ -85,6 +85,13 @@ bool Stream::accept(TokenId token, StreamUpdate& update) {
     return !finished();
 }
 
+std::vector<uint32_t> Stream::record_ids() const {
+    const std::vector<TokenId>& tokens = context_.tokens();
+    const int32_t end = kv_length_ < prompt_length() ? kv_length_ : context_.size();
+    if (end <= resume_point_) return {};
+    return std::vector<uint32_t>(tokens.begin() + resume_point_, tokens.begin() + end);
+}
+
 void Stream::take_branch(StreamRows rows, Draft draft, StreamId kv) {
     in_flight_ = std::move(rows);
     draft_ = std::move(draft);

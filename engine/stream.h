@@ -76,6 +76,13 @@ public:
     // tokens, checks the stops, and keeps the KV length the lane kept.
     void apply(const Verdict& verdict, StreamUpdate& update);
 
+    // What this request adds to the record when it ends. Seed: "Each request
+    // adds the part of its prompt that no earlier request read, from where
+    // the prompt cache resumed it, and its reply when the reply ends." As one
+    // run, so a later request ending like this prompt finds this reply after
+    // it. A stream that ended before reading its whole prompt adds what it read.
+    std::vector<uint32_t> record_ids() const;
+
     // The KV positions worth keeping once the stream has ended: its context
     // up to what the cache holds.
     int32_t kept_length() const { return std::min(kv_length_, context_.size()); }
