@@ -134,9 +134,10 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     const int threads = cpu ? cpu->threads() : config.threads;
     // Seed: "The server's startup line and GET /v1/recall state the record's
     // state and size."
-    spdlog::info("tensorfold serve: model {} ({}, {}), device cpu, {} threads, context {} tokens, {} streams, "
+    spdlog::info("tensorfold serve: model {} ({}, {}), device cpu ({}), {} threads, context {} tokens, {} streams, "
                  "cost curve measured in {:.0f} ms; recall: {}",
-                 model_name, joined(arch), config.model_dir, threads, ctx_size,
+                 model_name, joined(arch), config.model_dir, cpu ? model::kernels::isa_name(cpu->isa()) : "?", threads,
+                 ctx_size,
                  config.max_streams, cost_ms, record ? record->summary() : std::string("off"));
 
     actors::ActorServiceOptions options;
