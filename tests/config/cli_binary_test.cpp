@@ -1,6 +1,8 @@
 // The real tensorfold binary, run as a user would from a shell.
 #include <gtest/gtest.h>
 
+#include "tests/support/run_command.h"
+
 #include <array>
 #include <cstdio>
 #include <string>
@@ -8,25 +10,8 @@
 
 namespace {
 
-struct RunResult {
-    int exit_code = -1;
-    std::string output;  // stdout and stderr together
-};
-
-RunResult run_tensorfold(const std::string& args) {
-    const char* binary = std::getenv("TF_BINARY");
-    EXPECT_NE(binary, nullptr) << "ctest sets TF_BINARY";
-    std::string command = std::string(binary ? binary : "tensorfold") + " " + args + " 2>&1";
-    RunResult result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (!pipe) return result;
-    std::array<char, 4096> buffer{};
-    size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-    int status = ::pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
+using tf::test_support::run_tensorfold;
+using RunResult = tf::test_support::CommandResult;
 
 TEST(Binary, VersionExitsZero) {
     RunResult r = run_tensorfold("--version");

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "config/command_line.h"
+#include "tests/support/run_command.h"
 
 namespace tf::config {
 namespace {
@@ -71,25 +72,8 @@ TEST(ParseTokenIds, AcceptsCommaSeparatedIdsOnly) {
     EXPECT_NE(parse_token_ids("99999999999", ids), "");
 }
 
-struct RunResult {
-    int exit_code = -1;
-    std::string output;
-};
-
-RunResult run_tensorfold(const std::string& args) {
-    const char* binary = std::getenv("TF_BINARY");
-    EXPECT_NE(binary, nullptr) << "ctest sets TF_BINARY";
-    std::string command = std::string(binary ? binary : "tensorfold") + " " + args + " 2>&1";
-    RunResult result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (!pipe) return result;
-    std::array<char, 4096> buffer{};
-    size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-    const int status = ::pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
+using test_support::run_tensorfold;
+using RunResult = test_support::CommandResult;
 
 // The first greedy case of the Hugging Face oracle.
 nlohmann::json first_oracle_case() {

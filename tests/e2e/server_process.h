@@ -3,6 +3,8 @@
 // and a small HTTP/1.1 client (Boost.Beast) to talk to it.
 #pragma once
 
+#include "tests/support/run_command.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -205,15 +207,6 @@ private:
 };
 
 // Runs a shell command; its stdout.
-inline std::string shell(const std::string& command) {
-    std::string output;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (!pipe) return output;
-    char buffer[4096];
-    size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-    ::pclose(pipe);
-    return output;
-}
+inline std::string shell(const std::string& command) { return test_support::run_command(command).output; }
 
 }  // namespace tf::e2e

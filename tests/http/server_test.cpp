@@ -17,20 +17,12 @@
 #include <thread>
 
 #include "http/server.h"
+#include "tests/support/run_command.h"
 
 namespace tf::http {
 namespace {
 
-std::string run(const std::string& command) {
-    std::string output;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (!pipe) return output;
-    std::array<char, 4096> buffer{};
-    size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-    ::pclose(pipe);
-    return output;
-}
+std::string run(const std::string& command) { return test_support::run_command(command).output; }
 
 // A raw TCP client for what curl hides.
 class RawClient {

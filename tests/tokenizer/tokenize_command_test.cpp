@@ -1,6 +1,8 @@
 // `tensorfold tokenize` against the real binary (TF_BINARY, set by ctest).
 #include <gtest/gtest.h>
 
+#include "tests/support/run_command.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -19,21 +21,16 @@ struct CommandRun {
 
 // Runs `tensorfold tokenize ARGS` with `input` on stdin.
 CommandRun tokenize(const std::string& args, const std::string& input, const std::string& subcommand = "tokenize") {
-    const char* binary = std::getenv("TF_BINARY");
-    if (binary == nullptr) throw std::runtime_error("TF_BINARY is not set (run through ctest)");
     // ctest runs the tests of this file in parallel processes: one stdin file each.
     const std::string in_path = ::testing::TempDir() + "tokenize_stdin_" +
                                 ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
                                 std::to_string(getpid()) + ".txt";
     std::ofstream(in_path, std::ios::binary) << input;
-    const std::string command = std::string(binary) + " " + subcommand + " " + args + " < " + in_path + " 2>&1";
+    const test_support::CommandResult result = test_support::run_command(
+        test_support::tensorfold_binary() + " " + subcommand + " " + args + " < " + in_path + " 2>&1");
     CommandRun run;
-    FILE* pipe = popen(command.c_str(), "r");
-    char buf[4096];
-    size_t n = 0;
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) run.out.append(buf, n);
-    const int status = pclose(pipe);
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = result.output;
+    run.exit_code = result.exit_code;
     return run;
 }
 
