@@ -8,9 +8,8 @@ Lanes::Lanes(model::Backend& backend, Drafter& drafter, LanesOptions options)
     : backend_(backend), drafter_(drafter), options_(options) {}
 
 void add_to_round(Round& round, Stream* stream, StreamRows part) {
-    int32_t logits_rows = 0;
-    for (const model::Row& row : round.rows) logits_rows += row.want_logits ? 1 : 0;
-    round.first_logits.push_back(logits_rows);
+    round.first_logits.push_back(round.logits_rows);
+    round.logits_rows += part.logits_rows();
     round.rows.insert(round.rows.end(), part.rows.begin(), part.rows.end());
     round.streams.push_back(stream);
     round.parts.push_back(std::move(part));

@@ -45,6 +45,7 @@ struct Round {
     std::vector<int32_t> first_logits;   // per part: index of its first logits row
     std::vector<Graft> grafts;
     std::vector<Stream*> graft_askers;   // streams whose grafted lane asked the record
+    int32_t logits_rows = 0;             // rows so far that want logits
     bool empty() const { return rows.empty(); }
 };
 
