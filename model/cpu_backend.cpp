@@ -36,16 +36,14 @@ void add_bias(float* x, const float* bias, int32_t rows, int32_t width) {
         for (int32_t i = 0; i < width; ++i) x[static_cast<size_t>(r) * width + i] += bias[i];
 }
 
-// Each row of `x` (width floats) into `split` (padded_k(width) floats per row).
-void split_rows(const float* x, int32_t rows, int32_t width, float* split) {
-    const int32_t stride = kernels::padded_k(width);
-    for (int32_t r = 0; r < rows; ++r) kernels::split_pairs(x + static_cast<size_t>(r) * width, width, split + static_cast<size_t>(r) * stride);
-}
-
 }  // namespace
 
 CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa)
-    : weights_(std::move(weights)), kernels_(&kernels::kernel_table(isa)), pool_(threads) {
+    : CpuBackend(std::move(weights), threads, isa, kernels::default_activations(isa)) {}
+
+CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa,
+                       kernels::Activations activations)
+    : weights_(std::move(weights)), kernels_(&kernels::kernel_table(isa, activations)), pool_(threads) {
     const ModelConfig& c = weights_->config();
     if (!supported_head_dim(c.head_dim)) {
         throw LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
@@ -159,7 +157,7 @@ void CpuBackend::forward(std::span<const Row> rows, std::vector<float>& logits) 
                              row_of(normed_, out_row, hidden));
         ++out_row;
     }
-    split_rows(normed_.data(), wanted, hidden, split_.data());
+    kernels_->pack_rows(normed_.data(), wanted, hidden, hidden, split_.data());
     kernels::matmul(*kernels_, pool_, split_.data(), wanted, {MatmulJob{&weights_->lm_head(), logits.data(), c.vocab_size}});
 }
 
@@ -178,7 +176,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     grow(out_, M, hidden);
 
     kernels::rmsnorm(x_.data(), l.attn_norm, M, hidden, hidden, c.rms_norm_eps, normed_.data());
-    split_rows(normed_.data(), M, hidden, split_.data());
+    kernels_->pack_rows(normed_.data(), M, hidden, hidden, split_.data());
     kernels::matmul(*kernels_, pool_, split_.data(), M,
                     {MatmulJob{&l.wq, q_.data(), q_dim}, MatmulJob{&l.wk, k_.data(), kv_dim},
                      MatmulJob{&l.wv, v_.data(), kv_dim}});
@@ -222,7 +220,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     kernels::attention(*kernels_, pool_, q_.data(), M, attention_rows_.data(), c.num_heads, c.num_kv_heads, head_dim,
                        scale, attn_.data(), scores_);
 
-    split_rows(attn_.data(), M, q_dim, split_.data());
+    kernels_->pack_rows(attn_.data(), M, q_dim, q_dim, split_.data());
     kernels::matmul(*kernels_, pool_, split_.data(), M, {MatmulJob{&l.wo, out_.data(), hidden}});
     add_bias(out_.data(), l.o_bias, M, hidden);
     for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
@@ -236,31 +234,39 @@ void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
     grow(split_, M, std::max(kernels::padded_k(hidden), kernels::padded_k(inter)));
 
     kernels::rmsnorm(x_.data(), l.mlp_norm, M, hidden, hidden, c.rms_norm_eps, normed_.data());
-    split_rows(normed_.data(), M, hidden, split_.data());
+    kernels_->pack_rows(normed_.data(), M, hidden, hidden, split_.data());
     kernels::matmul(*kernels_, pool_, split_.data(), M,
                     {MatmulJob{&l.w_gate, gate_.data(), inter}, MatmulJob{&l.w_up, up_.data(), inter}});
-    // silu(gate) * up, then the pair-split copy for down_proj: per row, so
-    // rows go to threads (the exps are a tenth of a 16-row forward).
-    const int32_t inter_stride = kernels::padded_k(inter);
+    // silu(gate) * up, then the packed copy for down_proj: per row, so rows
+    // go to threads (the exps are a tenth of a 16-row forward).
+    const size_t packed_row = kernels_->row_bytes(inter);
     pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
         for (int64_t m = begin; m < end; ++m) {
             float* g = gate_.data() + m * inter;
             const float* u = up_.data() + m * inter;
             for (int32_t i = 0; i < inter; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-            kernels::split_pairs(g, inter, split_.data() + m * inter_stride);
+            kernels_->pack_rows(g, 1, inter, inter, reinterpret_cast<char*>(split_.data()) + m * packed_row);
         }
     });
     kernels::matmul(*kernels_, pool_, split_.data(), M, {MatmulJob{&l.w_down, out_.data(), hidden}});
     for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
 }
 
+std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
+                                             kernels::Activations activations) {
+    return std::make_unique<CpuBackend>(Weights::load(dir), threads, isa, activations);
+}
+
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa) {
-    return std::make_unique<CpuBackend>(Weights::load(dir), threads, isa);
+    return load_cpu_backend(dir, threads, isa, kernels::default_activations(isa));
 }
 
 std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads) {
-    const char* forced = std::getenv("TF_ISA");
-    return load_cpu_backend(dir, threads, kernels::parse_isa(forced ? forced : "auto"));
+    const char* forced_isa = std::getenv("TF_ISA");
+    const char* forced_activations = std::getenv("TF_ACTIVATIONS");
+    const kernels::Isa isa = kernels::parse_isa(forced_isa ? forced_isa : "auto");
+    return load_cpu_backend(dir, threads, isa,
+                            kernels::parse_activations(forced_activations ? forced_activations : "auto", isa));
 }
 
 }  // namespace tf::model

@@ -1,7 +1,7 @@
 // The CPU backend: the Backend interface (model/backend.h) over Weights,
 // one KvCache per stream, a persistent ThreadPool and the SIMD kernels of
-// the path chosen at start-up (AVX-512, else AVX2+FMA, else scalar; all
-// three give bit-identical logits, see kernels/isa.h).
+// the path and activation precision chosen at start-up (see kernels/isa.h:
+// for one precision every path gives bit-identical logits).
 //
 // Batch invariance: every matmul output element, norm and attention
 // (row, head) is one thread's fixed-order reduction that depends only on the
@@ -28,8 +28,10 @@ namespace tf::model {
 
 class CpuBackend final : public Backend {
 public:
-    // threads: 0 = every core (hardware_concurrency).
+    // threads: 0 = every core (hardware_concurrency). Activations default
+    // to the path's own (kernels::default_activations).
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa);
+    CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa, kernels::Activations activations);
 
     const ModelConfig& config() const override { return weights_->config(); }
     void open_stream(StreamId stream, int32_t capacity) override;
@@ -40,6 +42,7 @@ public:
     void forward(std::span<const Row> rows, std::vector<float>& logits) override;
 
     kernels::Isa isa() const { return kernels_->isa; }
+    kernels::Activations activations() const { return kernels_->activations; }
     int threads() const { return pool_.size(); }
     const Weights& weights() const { return *weights_; }
 
@@ -64,9 +67,13 @@ private:
 };
 
 // Loads DIR (config.json, generation_config.json, safetensors) into a CPU
-// backend. threads: 0 = every core. The SIMD path is the widest this CPU
-// runs unless TF_ISA (avx512, avx2, scalar) says otherwise. Throws LoadError.
+// backend. threads: 0 = every core. The SIMD path is kernels::best_isa()
+// unless TF_ISA (avx512-bf16, avx512, avx2, scalar) says otherwise, and the
+// activations its default unless TF_ACTIVATIONS (f32, bf16) says otherwise.
+// Throws LoadError, or std::invalid_argument for a path this CPU lacks.
 std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads);
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa);
+std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
+                                             kernels::Activations activations);
 
 }  // namespace tf::model

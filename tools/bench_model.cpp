@@ -1,8 +1,11 @@
 // bench-model: the CPU backend's forward cost by batch rows M, context and
-// number of streams, on 1 and 2 threads, next to this machine's memory
-// bandwidth (a STREAM-style triad) and the decode roofline (weight bytes
-// one step reads / bandwidth). A Google Benchmark program; after the runs it
-// prints the markdown table that docs/performance.md carries.
+// number of streams, on 1 and 2 threads; 512-token prefill and 128-token
+// decode in tokens/s (comparable with llama-bench's pp512 and tg128); next
+// to this machine's memory bandwidth (a read-only sum and a STREAM-style
+// triad) and the decode roofline (weight bytes one step reads / read
+// bandwidth). A Google Benchmark program; after the runs it prints the
+// markdown tables that docs/performance.md carries. The kernel path is
+// TF_ISA / TF_ACTIVATIONS as for the server.
 //
 //   build/bench-model [--model=DIR] [--benchmark_min_time=0.3] [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
@@ -10,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -58,6 +62,39 @@ void triad(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(3 * n * sizeof(double)));
 }
 
+// Sums `range(1)` MiB of doubles on `threads` threads: the read bandwidth a
+// decode step needs, since it only reads weights. Eight independent sums
+// keep the loads, not the adds, the limit.
+void read_sum(benchmark::State& state) {
+    const int threads = static_cast<int>(state.range(0));
+    const size_t n = (static_cast<size_t>(state.range(1)) << 20) / sizeof(double);
+    std::unique_ptr<double[]> a(new double[n]);
+    std::vector<double> sums(static_cast<size_t>(threads));
+    auto run = [&](int t, bool fill) {
+        const size_t begin = n * t / threads / 8 * 8, end = n * (t + 1) / threads / 8 * 8;
+        if (fill) {
+            for (size_t i = begin; i < end; ++i) a[i] = 1.0;
+            return;
+        }
+        double s[8] = {};
+        for (size_t i = begin; i < end; i += 8)
+            for (int j = 0; j < 8; ++j) s[j] += a[i + j];
+        sums[t] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+    };
+    auto parallel = [&](bool fill) {
+        std::vector<std::thread> pool;
+        for (int t = 1; t < threads; ++t) pool.emplace_back(run, t, fill);
+        run(0, fill);
+        for (auto& th : pool) th.join();
+    };
+    parallel(true);
+    for (auto _ : state) {
+        parallel(false);
+        benchmark::DoNotOptimize(sums.data());
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n * sizeof(double)));
+}
+
 // One backend per thread count, its streams prefilled once per context.
 struct Fixture {
     std::unique_ptr<CpuBackend> backend;
@@ -68,7 +105,11 @@ std::map<int, Fixture> g_fixtures;
 CpuBackend& backend_for(int threads, int32_t context) {
     Fixture& f = g_fixtures[threads];
     if (!f.backend) {
-        f.backend = tf::model::load_cpu_backend(g_model_dir, threads, tf::model::kernels::best_isa());
+        const char* isa_text = std::getenv("TF_ISA");
+        const char* activations_text = std::getenv("TF_ACTIVATIONS");
+        const auto isa = tf::model::kernels::parse_isa(isa_text ? isa_text : "auto");
+        f.backend = tf::model::load_cpu_backend(
+            g_model_dir, threads, isa, tf::model::kernels::parse_activations(activations_text ? activations_text : "auto", isa));
         for (int s = 0; s < 8; ++s) f.backend->open_stream(s, 1024 + 64 + 1);
     }
     if (f.context != context) {
@@ -110,6 +151,42 @@ void forward(benchmark::State& state) {
     state.counters["tok/s"] = benchmark::Counter(static_cast<double>(M), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// pp512: one forward of a 512-token prompt on an empty stream (stream 8),
+// logits for its last row only, as a server's prefill.
+void prefill(benchmark::State& state) {
+    const auto threads = static_cast<int>(state.range(0));
+    CpuBackend& backend = backend_for(threads, 0);
+    constexpr int32_t kPrompt = 512;
+    backend.open_stream(8, kPrompt);
+    std::vector<Row> rows;
+    for (int32_t i = 0; i < kPrompt; ++i) rows.push_back({8, i, (i * 7919) % 8000 + 1, i + 1 == kPrompt});
+    std::vector<float> logits;
+    for (auto _ : state) {
+        backend.forward(rows, logits);
+        backend.truncate(8, 0);
+    }
+    backend.close_stream(8);
+    state.counters["tok/s"] = benchmark::Counter(kPrompt, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// tg128: 128 one-row forwards in sequence on one stream, each with logits.
+void decode(benchmark::State& state) {
+    const auto threads = static_cast<int>(state.range(0));
+    CpuBackend& backend = backend_for(threads, 0);
+    constexpr int32_t kTokens = 128;
+    backend.open_stream(8, kTokens);
+    std::vector<float> logits;
+    for (auto _ : state) {
+        for (int32_t i = 0; i < kTokens; ++i) {
+            const Row row{8, i, (i * 131) % 8000 + 1, true};
+            backend.forward({&row, 1}, logits);
+        }
+        backend.truncate(8, 0);
+    }
+    backend.close_stream(8);
+    state.counters["tok/s"] = benchmark::Counter(kTokens, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Keeps each run's time to build the markdown table after the console one.
 class TableReporter : public benchmark::ConsoleReporter {
 public:
@@ -133,18 +210,43 @@ public:
 void print_tables(const TableReporter& r) {
     std::map<std::pair<int, int>, double> bandwidth;  // (MiB per array, threads) -> GB/s
     std::map<std::string, double> seconds;
+    std::map<std::pair<int, int>, double> read_bandwidth;  // (MiB, threads) -> GB/s
     for (const auto& e : r.entries) {
         if (e.name.rfind("triad/", 0) == 0) {  // triad/THREADS/MIB/real_time
             const size_t slash = e.name.find('/', 6);
             bandwidth[{std::stoi(e.name.substr(slash + 1)), std::stoi(e.name.substr(6))}] = e.bytes_per_second / 1e9;
+        } else if (e.name.rfind("read/", 0) == 0) {  // read/THREADS/MIB/real_time
+            const size_t slash = e.name.find('/', 5);
+            read_bandwidth[{std::stoi(e.name.substr(slash + 1)), std::stoi(e.name.substr(5))}] = e.bytes_per_second / 1e9;
         } else {
             seconds[e.name] = e.seconds;
         }
     }
-    const double weight_bytes = static_cast<double>(backend_for(1, std::max(0, g_fixtures[1].context)).weights().matmul_bytes());
-    std::printf("\n## Model: CPU forward (issue 3) -- tables\n\n");
-    std::printf("SIMD path: %s. Weights read per forward by the matmuls: %.1f MB.\n\n",
-                tf::model::kernels::isa_name(tf::model::kernels::best_isa()), weight_bytes / 1e6);
+    CpuBackend& any = backend_for(1, std::max(0, g_fixtures[1].context));
+    const double weight_bytes = static_cast<double>(any.weights().matmul_bytes());
+    std::printf("\n## Model: CPU forward -- tables\n\n");
+    std::printf("SIMD path: %s, %s activations. Weights read per forward by the matmuls: %.1f MB.\n\n",
+                tf::model::kernels::isa_name(any.isa()), tf::model::kernels::activations_name(any.activations()),
+                weight_bytes / 1e6);
+    std::printf("| read (sum) of | threads | GB/s | decode roofline tok/s (weights / bandwidth) |\n|---|---|---|---|\n");
+    for (auto [key, gbs] : read_bandwidth) {
+        std::printf("| %d MiB | %d | %.1f | %.0f |\n", key.first, key.second, gbs, gbs * 1e9 / weight_bytes);
+    }
+    std::printf("\n| llama-bench style | 1 thread | 2 threads |\n|---|---|---|\n");
+    for (const char* test : {"prefill", "decode"}) {
+        std::printf("| %s |", std::strcmp(test, "prefill") == 0 ? "pp512 (one 512-row forward)" : "tg128 (128 one-row forwards)");
+        for (int threads : {1, 2}) {
+            auto it = seconds.find(std::string(test) + "/" + std::to_string(threads) + "/real_time");
+            if (it == seconds.end()) {
+                std::printf(" - |");
+                continue;
+            }
+            const double tokens = std::strcmp(test, "prefill") == 0 ? 512 : 128;
+            std::printf(" %.0f tok/s |", tokens / it->second);
+        }
+        std::printf("\n");
+    }
+    std::printf("\n");
     std::printf("| triad arrays | threads | GB/s | roofline tok/s (weights / bandwidth) |\n|---|---|---|---|\n");
     for (auto [key, gbs] : bandwidth) {
         std::printf("| 3 x %d MiB | %d | %.1f | %.0f |\n", key.first, key.second, gbs, gbs * 1e9 / weight_bytes);
@@ -186,6 +288,13 @@ int main(int argc, char** argv) {
     }
     int count = static_cast<int>(args.size());
     benchmark::Initialize(&count, args.data());
+    benchmark::RegisterBenchmark("read", read_sum)
+        ->Args({1, 1024})
+        ->Args({2, 1024})
+        ->Args({1, 16})
+        ->Args({2, 16})
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("triad", triad)
         ->Args({1, 256})
         ->Args({2, 256})
@@ -193,6 +302,10 @@ int main(int argc, char** argv) {
         ->Args({2, 8})
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+    for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark("prefill", prefill)->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark("decode", decode)->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
     for (int threads : {1, 2}) {
         for (int context : {0, 1024}) {
             for (int streams : {1, 8}) {

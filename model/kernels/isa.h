@@ -1,26 +1,49 @@
 // Which SIMD path the kernels run, and the table of kernel entry points for
-// it. The three paths (scalar, AVX2+FMA, AVX-512) are compiled from one
-// source (kernels_impl.inc) over a 16-lane vector type, so every reduction
-// has the same lane layout and the same final tree in all three: their
-// results are bit-identical by construction, and tests force each path and
-// compare them with memcmp. The path is chosen once, at start-up.
+// it. Every path is compiled from one source (kernels_impl.inc) over a
+// 16-lane vector type, so every reduction has the same lane layout and the
+// same final tree: for a given activation precision their results are
+// bit-identical by construction, and tests force each path and compare them
+// with memcmp. The path is chosen once, at start-up.
+//
+// Activation precision. With fp32 activations (the default where the CPU has
+// no bf16 dot product) every multiply-add is an fp32 FMA on the bf16 weight
+// widened to fp32. With bf16 activations each matmul input is rounded to
+// bf16 first and every lane takes the exact product of two bf16 values, in
+// the order and with the flushing of VDPBF16PS: the avx512-bf16 path runs
+// that instruction, and scalar, avx2 and avx512 emulate it bit for bit, so
+// a machine without it can still check (and reproduce) what one with it
+// computes. See docs/design.md, "Numerics".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace tf::model::kernels {
 
-enum class Isa { scalar, avx2, avx512 };
+enum class Isa { scalar, avx2, avx512, avx512_bf16 };
+enum class Activations { f32, bf16 };
 
+// "scalar", "avx2", "avx512", "avx512-bf16".
 const char* isa_name(Isa isa);
-// The widest path this CPU runs: avx512 (F+BW+VL+DQ), else avx2 (with FMA and
-// F16C), else scalar.
+const char* activations_name(Activations activations);
+// The path auto picks: avx512-bf16 when CPUID advertises AVX512_BF16, else
+// avx512 (F+BW+VL+DQ), else avx2 (with FMA and F16C), else scalar.
 Isa best_isa();
+// Whether this process can run the path. avx512-bf16 also counts when CPUID
+// hides AVX512_BF16 but the instruction runs (some hypervisors mask the bit
+// on CPUs that have it): a one-off probe executes it under a SIGILL guard.
+// auto never picks a path CPUID hides; forcing it is allowed.
 bool isa_supported(Isa isa);
-// "auto", "avx512", "avx2" or "scalar" (e.g. TF_ISA); throws on other text
-// and on a path this CPU cannot run.
+// "auto", "avx512-bf16", "avx512", "avx2" or "scalar" (e.g. TF_ISA); throws
+// on other text and on a path this CPU cannot run.
 Isa parse_isa(const std::string& text);
+
+// bf16 on the paths built around a bf16 dot product, fp32 elsewhere.
+Activations default_activations(Isa isa);
+// "auto", "f32" or "bf16" (e.g. TF_ACTIVATIONS) for `isa`; throws on other
+// text and on f32 for a bf16-only path.
+Activations parse_activations(const std::string& text, Isa isa);
 
 enum class WeightFormat {
     bf16,       // natural row-major bf16 (as stored in the checkpoint)
@@ -37,11 +60,17 @@ struct WeightMatrix {
     int32_t stride = 0;
 };
 
+// Activation rows as the matmul reads them, `row_bytes(k)` bytes per row:
+// fp32 in pair-split layout (see split_pairs in matmul.h) for f32
+// activations, bf16 in natural order for bf16 activations; zero past k.
+// pack_rows turns `rows` fp32 rows of `k` values (`ldx` apart) into that.
+using PackRowsFn = void (*)(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
+
 // out[m * ldo + n] = sum_k x[m][k] * W[n][k] for rows m < M and columns
-// n in [n_begin, n_end). `xs` holds M rows of `stride` floats in pair-split
-// layout (see split_pairs in matmul.h). Each output element is one serial
-// reduction whose order depends only on `cols`.
-using MatmulFn = void (*)(const float* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end,
+// n in [n_begin, n_end). `xs` holds M packed rows of w.stride elements.
+// Each output element is one serial reduction whose order depends only on
+// `cols`.
+using MatmulFn = void (*)(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end,
                           float* out, int32_t ldo);
 
 // One (row, head) of causal attention: softmax(q . k_j * scale) over keys
@@ -52,10 +81,20 @@ using AttentionHeadFn = void (*)(const float* q, const float* keys, const float*
 
 struct KernelTable {
     Isa isa = Isa::scalar;
+    Activations activations = Activations::f32;
+    PackRowsFn pack_rows = nullptr;
     MatmulFn matmul = nullptr;
     AttentionHeadFn attention_head = nullptr;
+
+    // Bytes of one packed activation row of k inputs.
+    size_t row_bytes(int32_t k) const {
+        return static_cast<size_t>((k + 31) / 32 * 32) * (activations == Activations::f32 ? 4 : 2);
+    }
 };
 
+// The table for `isa` with `activations` (default_activations(isa) when
+// absent); throws std::invalid_argument for f32 on a bf16-only path.
 const KernelTable& kernel_table(Isa isa);
+const KernelTable& kernel_table(Isa isa, Activations activations);
 
 }  // namespace tf::model::kernels

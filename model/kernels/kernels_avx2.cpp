@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/kernels/isa.h"
+#include "model/kernels/packing.h"
 #include "model/kernels/vec16_avx2.h"
 
 namespace tf::model::kernels::avx2 {

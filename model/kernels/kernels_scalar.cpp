@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/kernels/isa.h"
+#include "model/kernels/packing.h"
 #include "model/kernels/vec16_scalar.h"
 
 namespace tf::model::kernels::scalar {

@@ -16,27 +16,12 @@
 #include <vector>
 
 #include "model/kernels/isa.h"
+#include "model/kernels/packing.h"
 #include "model/thread_pool.h"
 
 namespace tf::model::kernels {
 
 // kernels
-
-inline int32_t padded_k(int32_t k) { return (k + 31) / 32 * 32; }
-
-// One activation row in the kernels' pair-split layout: each 32-wide block
-// of x holds its 16 even elements, then its 16 odd ones, matching what one
-// bf16 load splits into (load_bf16_pairs). Elements past k are zero.
-inline void split_pairs(const float* x, int32_t k, float* xs) {
-    const int32_t kp = padded_k(k);
-    for (int32_t block = 0; block < kp; block += 32) {
-        for (int32_t l = 0; l < 16; ++l) {
-            const int32_t even = block + 2 * l, odd = even + 1;
-            xs[block + l] = even < k ? x[even] : 0.0f;
-            xs[block + 16 + l] = odd < k ? x[odd] : 0.0f;
-        }
-    }
-}
 
 // W[n][k] as fp32, whatever its format (tests and the embedding lookup).
 inline float weight_at(const WeightMatrix& w, int32_t n, int32_t k) {
@@ -75,10 +60,10 @@ struct MatmulJob {
     int32_t ldo;
 };
 
-// Runs every job on the M pair-split rows of `xs` (stride padded_k(K)) in one
-// parallel region. Columns go to threads in groups of 8, contiguously across
+// Runs every job on the M rows of `xs`, packed by kernels.pack_rows (so
+// kernels.row_bytes(K) bytes apart), in one parallel region. Columns go to threads in groups of 8, contiguously across
 // the jobs, so q/k/v (or gate/up) share one fork-join.
-inline void matmul(const KernelTable& kernels, ThreadPool& pool, const float* xs, int32_t M,
+inline void matmul(const KernelTable& kernels, ThreadPool& pool, const void* xs, int32_t M,
                    std::initializer_list<MatmulJob> jobs) {
     constexpr int32_t kGroup = 8;
     int64_t groups = 0;

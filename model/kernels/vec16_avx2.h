@@ -41,4 +41,35 @@ inline float reduce16(const V16& v) {
     return _mm_cvtss_f32(t1);
 }
 
+// bf16 dot ops: 32 bf16 values as they lie in memory, and the VDPBF16PS step
+// on them, emulated exactly as the scalar path does (odd product first, each
+// FMA rounded once, subnormal inputs and results flushed to signed zero).
+struct P32 {
+    __m256i lo, hi;  // pairs 0..7, 8..15
+};
+inline P32 loadp32(const uint16_t* p) {
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16))};
+}
+inline __m256 flush_subnormal(__m256 x) {
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    const __m256 tiny = _mm256_cmp_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ);
+    return _mm256_blendv_ps(x, _mm256_and_ps(x, sign), tiny);
+}
+inline void unpack_pairs(const P32& p, V16& even, V16& odd) {
+    const __m256i mask = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    even = {flush_subnormal(_mm256_castsi256_ps(_mm256_slli_epi32(p.lo, 16))),
+            flush_subnormal(_mm256_castsi256_ps(_mm256_slli_epi32(p.hi, 16)))};
+    odd = {flush_subnormal(_mm256_castsi256_ps(_mm256_and_si256(p.lo, mask))),
+           flush_subnormal(_mm256_castsi256_ps(_mm256_and_si256(p.hi, mask)))};
+}
+inline V16 dot_pairs(const V16& acc, const P32& x, const P32& w) {
+    V16 xe, xo, we, wo;
+    unpack_pairs(x, xe, xo);
+    unpack_pairs(w, we, wo);
+    const __m256 lo = flush_subnormal(_mm256_fmadd_ps(xo.lo, wo.lo, acc.lo));
+    const __m256 hi = flush_subnormal(_mm256_fmadd_ps(xo.hi, wo.hi, acc.hi));
+    return {flush_subnormal(_mm256_fmadd_ps(xe.lo, we.lo, lo)), flush_subnormal(_mm256_fmadd_ps(xe.hi, we.hi, hi))};
+}
+
 }  // namespace tf::model::kernels::avx2

@@ -38,4 +38,33 @@ inline float reduce16(const V16& v) {
     return _mm_cvtss_f32(t1);
 }
 
+// bf16 dot ops: 32 bf16 values as they lie in memory, and the VDPBF16PS
+// step on them. kernels_avx512_bf16.cpp runs the instruction itself;
+// kernels_avx512.cpp runs dot_pairs_emulated, which equals it bit for bit
+// (odd product first, each FMA rounded once, subnormal inputs and results
+// flushed to signed zero) and equals the scalar and avx2 emulations.
+struct P32 {
+    __m512i v;
+};
+inline P32 loadp32(const uint16_t* p) { return {_mm512_loadu_si512(p)}; }
+inline __m512 flush_subnormal(__m512 x) {
+    const __m512i bits = _mm512_castps_si512(x);
+    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_castsi512_ps(_mm512_maskz_andnot_epi32(kAll, sign, bits)),
+                                              _mm512_set1_ps(0x1p-126f), _CMP_LT_OQ);
+    return _mm512_castsi512_ps(_mm512_mask_and_epi32(bits, tiny, bits, sign));
+}
+inline void unpack_pairs(const P32& p, V16& even, V16& odd) {
+    even = {flush_subnormal(_mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, p.v, 16)))};
+    odd = {flush_subnormal(
+        _mm512_castsi512_ps(_mm512_maskz_and_epi32(kAll, p.v, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)))))};
+}
+inline V16 dot_pairs_emulated(const V16& acc, const P32& x, const P32& w) {
+    V16 xe, xo, we, wo;
+    unpack_pairs(x, xe, xo);
+    unpack_pairs(w, we, wo);
+    const __m512 odd = flush_subnormal(_mm512_fmadd_ps(xo.v, wo.v, acc.v));
+    return {flush_subnormal(_mm512_fmadd_ps(xe.v, we.v, odd))};
+}
+
 }  // namespace tf::model::kernels::avx512

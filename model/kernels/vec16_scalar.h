@@ -51,4 +51,37 @@ inline float reduce16(const V16& v) {
     return t[0] + t[1];
 }
 
+// bf16 dot ops: 32 bf16 values as they lie in memory (16 pairs), and the
+// VDPBF16PS step on them, emulated. Per lane l the accumulator takes the odd
+// product x[2l+1]*w[2l+1], then the even one, each an FMA rounded once
+// (exact products: 8-bit significands); bf16 inputs below 2^-126 count as
+// zero and results below it are flushed to a zero of their sign, as the
+// instruction does.
+struct P32 {
+    uint16_t h[32];
+};
+inline P32 loadp32(const uint16_t* p) {
+    P32 v;
+    std::memcpy(v.h, p, sizeof v.h);
+    return v;
+}
+inline float flush_subnormal(float x) { return std::fabs(x) < 0x1p-126f ? std::copysign(0.0f, x) : x; }
+inline void unpack_pairs(const P32& p, V16& even, V16& odd) {
+    load_bf16_pairs(p.h, even, odd);
+    for (int i = 0; i < 16; ++i) {
+        even.lane[i] = flush_subnormal(even.lane[i]);
+        odd.lane[i] = flush_subnormal(odd.lane[i]);
+    }
+}
+inline V16 dot_pairs(const V16& acc, const P32& x, const P32& w) {
+    V16 xe, xo, we, wo, v;
+    unpack_pairs(x, xe, xo);
+    unpack_pairs(w, we, wo);
+    for (int i = 0; i < 16; ++i) {
+        const float odd = flush_subnormal(std::fma(xo.lane[i], wo.lane[i], acc.lane[i]));
+        v.lane[i] = flush_subnormal(std::fma(xe.lane[i], we.lane[i], odd));
+    }
+    return v;
+}
+
 }  // namespace tf::model::kernels::scalar

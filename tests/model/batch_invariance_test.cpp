@@ -2,7 +2,8 @@
 // weights, the logits of every token of a random sequence are the same bits
 // whether computed in one prefill, one token at a time, as verify rows of
 // 2..64 tokens, mixed in a batch with other streams at other positions, with
-// 1, 2 or 3 threads, and on the scalar, AVX2 and AVX-512 paths.
+// 1, 2 or 3 threads, and on the scalar, AVX2 and AVX-512 paths; and the
+// same with bf16 activations on every path that computes with them.
 #include <gtest/gtest.h>
 
 #include "model/cpu_backend.h"
@@ -105,6 +106,33 @@ TEST_F(BatchInvariance, Avx2AndAvx512PathsGiveTheSameBits) {
         EXPECT_TRUE(bitwise_equal(logits_in_chunks(*tinycode(2, isa), 0, tokens_, {kTokens}), prefill_))
             << kernels::isa_name(isa);
     }
+}
+
+// With bf16 activations the emulating paths and, where it runs, the
+// VDPBF16PS path give one set of bits, and a row's logits still do not
+// depend on its batch, its place in it or the thread count.
+TEST_F(BatchInvariance, Bf16ActivationsAreBatchInvariantAndTheSameOnEveryPath) {
+    using kernels::Activations;
+    const Isa fastest = kernels::isa_supported(Isa::avx512_bf16) ? Isa::avx512_bf16 : kernels::best_isa();
+    auto bf16 = load_cpu_backend(tinycode_dir(), 2, fastest, Activations::bf16);
+    const auto whole = logits_in_chunks(*bf16, 0, tokens_, {kTokens});
+    EXPECT_FALSE(bitwise_equal(whole, prefill_));  // the precision really changed
+    EXPECT_TRUE(bitwise_equal(logits_in_chunks(*bf16, 1, tokens_, {1}), whole));
+    EXPECT_TRUE(bitwise_equal(logits_in_chunks(*bf16, 2, tokens_, {2, 3, 5, 8, 13, 4, 7, 16, 9, 5}), whole));
+    EXPECT_TRUE(bitwise_equal(logits_in_chunks(*load_cpu_backend(tinycode_dir(), 1, fastest, Activations::bf16), 0,
+                                               tokens_, {1, 64, 7}),
+                              whole));
+    for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512_bf16}) {
+        if (isa == fastest || !kernels::isa_supported(isa)) continue;
+        EXPECT_TRUE(bitwise_equal(
+            logits_in_chunks(*load_cpu_backend(tinycode_dir(), 2, isa, Activations::bf16), 0, tokens_, {kTokens}), whole))
+            << kernels::isa_name(isa);
+    }
+    const std::vector<int32_t> prefix(tokens_.begin(), tokens_.begin() + 6);
+    const size_t vocab = static_cast<size_t>(backend_->config().vocab_size);
+    EXPECT_TRUE(bitwise_equal(
+        logits_in_chunks(*load_cpu_backend(tinycode_dir(), 2, Isa::scalar, Activations::bf16), 0, prefix, {6}),
+        std::vector<float>(whole.begin(), whole.begin() + 6 * vocab)));
 }
 
 TEST_F(BatchInvariance, ScalarPathGivesTheSameBits) {

@@ -1,0 +1,204 @@
+// The bf16-activation matmul: the rounding of activations, the emulated
+// VDPBF16PS step against the instruction (wherever it runs), every path
+// bit-identical for a given precision, rows independent of their batch, and
+// both precisions close to a double-precision reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "model/checkpoint_writer.h"
+#include "model/kernels/matmul.h"
+#include "test_support.h"
+
+namespace tf::model::kernels {
+namespace {
+
+float bits_to_float(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+float bf16_value(uint16_t h) { return bits_to_float(static_cast<uint32_t>(h) << 16); }
+
+std::vector<Isa> paths_for(Activations activations) {
+    std::vector<Isa> isas;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16}) {
+        if (!isa_supported(isa)) continue;
+        if (activations == Activations::f32 && isa == Isa::avx512_bf16) continue;
+        isas.push_back(isa);
+    }
+    return isas;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+// rows x cols weights, bf16 or fp32 pair-split, from `values`.
+struct Matrix {
+    std::vector<uint16_t> bf16;
+    std::vector<float> split;
+    WeightMatrix w;
+    Matrix(int32_t rows, int32_t cols, WeightFormat format, const std::vector<float>& values) {
+        const int32_t stride = padded_k(cols);
+        w = {nullptr, format, rows, cols, stride};
+        if (format == WeightFormat::bf16) {
+            bf16.assign(static_cast<size_t>(rows) * stride, 0);
+            for (int32_t r = 0; r < rows; ++r)
+                for (int32_t c = 0; c < cols; ++c) bf16[r * stride + c] = float_to_bf16(values[r * cols + c]);
+            w.data = bf16.data();
+        } else {
+            split.assign(static_cast<size_t>(rows) * stride, 0.0f);
+            for (int32_t r = 0; r < rows; ++r) split_pairs(&values[r * cols], cols, &split[r * stride]);
+            w.data = split.data();
+        }
+    }
+};
+
+std::vector<float> run(const KernelTable& table, const std::vector<float>& x, int32_t M, const WeightMatrix& w,
+                       int threads = 1) {
+    std::vector<char> packed(table.row_bytes(w.cols) * M);
+    table.pack_rows(x.data(), M, w.cols, w.cols, packed.data());
+    ThreadPool pool(threads);
+    std::vector<float> out(static_cast<size_t>(M) * w.rows);
+    matmul(table, pool, packed.data(), M, {MatmulJob{&w, out.data(), w.rows}});
+    return out;
+}
+
+TEST(ActivationToBf16, RoundsToNearestEvenAndFlushesSubnormals) {
+    EXPECT_EQ(activation_to_bf16(1.0f), 0x3F80);
+    EXPECT_EQ(activation_to_bf16(bits_to_float(0x3F808000u)), 0x3F80);  // tie, even stays
+    EXPECT_EQ(activation_to_bf16(bits_to_float(0x3F818000u)), 0x3F82);  // tie, odd rounds up
+    EXPECT_EQ(activation_to_bf16(bits_to_float(0x3F808001u)), 0x3F81);  // above the tie
+    EXPECT_EQ(activation_to_bf16(-2.5f), 0xC020);
+    EXPECT_EQ(activation_to_bf16(bits_to_float(0x00400000u)), 0x0000);  // subnormal
+    EXPECT_EQ(activation_to_bf16(bits_to_float(0x80000001u)), 0x8000);  // negative subnormal keeps its sign
+    EXPECT_EQ(activation_to_bf16(bits_to_float(0x7F7FFFFFu)), 0x7F80);  // rounds up into infinity
+    EXPECT_EQ(activation_to_bf16(INFINITY), 0x7F80);
+    EXPECT_TRUE(std::isnan(bf16_value(activation_to_bf16(NAN))));
+    EXPECT_TRUE(std::isnan(bf16_value(activation_to_bf16(bits_to_float(0x7F800001u)))));  // signalling stays NaN
+}
+
+TEST(ActivationPaths, AreParsedAndRefusedByName) {
+    EXPECT_EQ(parse_activations("auto", Isa::avx512), Activations::f32);
+    EXPECT_EQ(parse_activations("bf16", Isa::scalar), Activations::bf16);
+    EXPECT_EQ(parse_activations("auto", Isa::avx512_bf16), Activations::bf16);
+    EXPECT_THROW(parse_activations("f32", Isa::avx512_bf16), std::invalid_argument);
+    EXPECT_THROW(parse_activations("fp8", Isa::scalar), std::invalid_argument);
+    EXPECT_THROW(kernel_table(Isa::avx512_bf16, Activations::f32), std::invalid_argument);
+    EXPECT_THROW(parse_isa("amx512"), std::invalid_argument);
+    EXPECT_EQ(kernel_table(Isa::scalar, Activations::bf16).activations, Activations::bf16);
+    EXPECT_EQ(kernel_table(Isa::avx2).activations, Activations::f32);
+}
+
+// The emulated step against a plain statement of the instruction's rule, on
+// values chosen to hit its corners: subnormal inputs, sums that cancel into
+// the subnormal range, and signed zeros.
+TEST(DotPairs, EveryPathFollowsTheInstructionsRoundingAndFlushing) {
+    auto rule = [](float acc, const uint16_t* x, const uint16_t* w) {
+        auto in = [](uint16_t h) { return (h & 0x7F80) == 0 ? bf16_value(h & 0x8000) : bf16_value(h); };
+        auto out = [](float v) { return std::fabs(v) < 0x1p-126f ? std::copysign(0.0f, v) : v; };
+        acc = out(std::fma(in(x[1]), in(w[1]), acc));
+        return out(std::fma(in(x[0]), in(w[0]), acc));
+    };
+    std::mt19937 rng(11);
+    // Random sign and significand, exponents from 0 (subnormal) to 2^12:
+    // no product overflows, so no NaN whose payload could differ.
+    auto random_bf16 = [&rng] { return static_cast<uint16_t>((rng() & 0x807Fu) | ((rng() % 140u) << 7)); };
+    const uint16_t corner[] = {0x0001, 0x8001, 0x007F, 0x0080, 0x8080, 0x0000, 0x8000, 0x3F80, 0xBF80, 0x0100, 0x2000};
+    for (int round = 0; round < 200; ++round) {
+        std::vector<uint16_t> x(32), w(32);
+        for (int i = 0; i < 32; ++i) {
+            x[i] = (rng() % 3 == 0) ? corner[rng() % 11] : random_bf16();
+            w[i] = (rng() % 3 == 0) ? corner[rng() % 11] : random_bf16();
+            if (round % 2 == 0) w[i] = x[i] ^ (i % 2 ? 0x8000 : 0);  // products that cancel exactly
+        }
+        // One 32-column row against one 32-input column: the matmul's lane l
+        // holds exactly the pair step of elements 2l, 2l+1.
+        Matrix m(1, 32, WeightFormat::bf16, std::vector<float>(32, 0.0f));
+        m.bf16.assign(w.begin(), w.end());
+        std::vector<float> x_values(32);
+        for (int i = 0; i < 32; ++i) x_values[i] = bf16_value(x[i]);
+        // pack_rows flushes subnormal activations itself; the rule sees the
+        // same input.
+        for (int i = 0; i < 32; ++i) x[i] = activation_to_bf16(x_values[i]);
+        float lanes[16];
+        for (int l = 0; l < 16; ++l) lanes[l] = rule(0.0f, &x[2 * l], &w[2 * l]);
+        float t[8];
+        for (int i = 0; i < 8; ++i) t[i] = lanes[i] + lanes[i + 8];
+        for (int i = 0; i < 4; ++i) t[i] = t[i] + t[i + 4];
+        for (int i = 0; i < 2; ++i) t[i] = t[i] + t[i + 2];
+        const float expected = t[0] + t[1];
+        for (Isa isa : paths_for(Activations::bf16)) {
+            const auto got = run(kernel_table(isa, Activations::bf16), x_values, 1, m.w);
+            EXPECT_TRUE(testing::bitwise_equal(got, {expected})) << isa_name(isa) << " round " << round;
+        }
+    }
+}
+
+class Precision : public ::testing::TestWithParam<std::tuple<Activations, WeightFormat>> {};
+
+TEST_P(Precision, EveryPathIsBitIdenticalToScalar) {
+    const auto [activations, format] = GetParam();
+    for (int32_t K : {32, 80, 384, 1000}) {
+        Matrix m(37, K, format, random_floats(static_cast<size_t>(37) * K, 1, 0.5f));
+        for (int32_t M : {1, 3, 4, 5, 9, 16, 33}) {
+            const auto x = random_floats(static_cast<size_t>(M) * K, 2);
+            const auto reference = run(kernel_table(Isa::scalar, activations), x, M, m.w);
+            for (Isa isa : paths_for(activations)) {
+                EXPECT_TRUE(testing::bitwise_equal(run(kernel_table(isa, activations), x, M, m.w), reference))
+                    << isa_name(isa) << " K=" << K << " M=" << M;
+            }
+        }
+    }
+}
+
+TEST_P(Precision, ARowGetsTheSameBitsAloneOrAmongOthersWithAnyThreadCount) {
+    const auto [activations, format] = GetParam();
+    const int32_t K = 160, M = 19, N = 53;
+    Matrix m(N, K, format, random_floats(static_cast<size_t>(N) * K, 3, 0.5f));
+    const auto x = random_floats(static_cast<size_t>(M) * K, 4);
+    for (Isa isa : paths_for(activations)) {
+        const KernelTable& table = kernel_table(isa, activations);
+        const auto batched = run(table, x, M, m.w, 1);
+        EXPECT_TRUE(testing::bitwise_equal(run(table, x, M, m.w, 3), batched)) << isa_name(isa);
+        for (int32_t row = 0; row < M; ++row) {
+            const std::vector<float> one(x.begin() + row * K, x.begin() + (row + 1) * K);
+            EXPECT_TRUE(testing::bitwise_equal(run(table, one, 1, m.w),
+                                               std::vector<float>(batched.begin() + row * N, batched.begin() + (row + 1) * N)))
+                << isa_name(isa) << " row " << row;
+        }
+    }
+}
+
+// Against sums in double of the very inputs the kernel multiplies (for bf16
+// activations, the rounded ones): only fp32 accumulation error remains.
+TEST_P(Precision, IsCloseToTheDoubleReferenceOfItsInputs) {
+    const auto [activations, format] = GetParam();
+    const int32_t K = 1000, M = 6, N = 29;
+    Matrix m(N, K, format, random_floats(static_cast<size_t>(N) * K, 5, 0.5f));
+    auto x = random_floats(static_cast<size_t>(M) * K, 6);
+    const auto ours = run(kernel_table(best_isa(), activations), x, M, m.w);
+    if (activations == Activations::bf16)
+        for (float& v : x) v = bf16_value(activation_to_bf16(v));
+    const auto reference = matmul_reference(x.data(), M, m.w);
+    for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], reference[i], 2e-5 * (1 + std::fabs(reference[i])));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matmul, Precision,
+    ::testing::Combine(::testing::Values(Activations::f32, Activations::bf16),
+                       ::testing::Values(WeightFormat::bf16, WeightFormat::f32_split)),
+    [](const auto& info) {
+        return std::string(activations_name(std::get<0>(info.param))) +
+               (std::get<1>(info.param) == WeightFormat::bf16 ? "_bf16_weights" : "_f32_weights");
+    });
+
+}  // namespace
+}  // namespace tf::model::kernels
