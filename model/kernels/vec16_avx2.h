@@ -40,6 +40,10 @@ inline float reduce16(const V16& v) {
     __m128 t1 = _mm_add_ss(t2, _mm_movehdup_ps(t2));                                  // 0 + 1
     return _mm_cvtss_f32(t1);
 }
+// reduce16 of 16 vectors: sums[i] = reduce16(v[i]).
+inline void reduce16x16(const V16* v, float* sums) {
+    for (int i = 0; i < 16; ++i) sums[i] = reduce16(v[i]);
+}
 
 // bf16 dot ops: 32 bf16 values as they lie in memory, and the VDPBF16PS step
 // on them, emulated exactly as the scalar path does (odd product first, each

@@ -50,6 +50,10 @@ inline float reduce16(const V16& v) {
     for (int i = 0; i < 2; ++i) t[i] = t[i] + t[i + 2];
     return t[0] + t[1];
 }
+// reduce16 of 16 vectors: sums[i] = reduce16(v[i]).
+inline void reduce16x16(const V16* v, float* sums) {
+    for (int i = 0; i < 16; ++i) sums[i] = reduce16(v[i]);
+}
 
 // bf16 dot ops: 32 bf16 values as they lie in memory (16 pairs), and the
 // VDPBF16PS step on them, emulated. Per lane l the accumulator takes the odd
