@@ -161,6 +161,21 @@ void CpuBackend::forward(std::span<const Row> rows, std::vector<float>& logits) 
     kernels::matmul(*kernels_, pool_, split_.data(), wanted, {MatmulJob{&weights_->lm_head(), logits.data(), c.vocab_size}});
 }
 
+void CpuBackend::norm_and_pack(const float* norm_weight, int32_t M) {
+    const ModelConfig& c = config();
+    const int32_t hidden = c.hidden_size;
+    const size_t packed_row = kernels_->row_bytes(hidden);
+    // Rows go to threads: at prefill sizes these serial per-row sums would
+    // otherwise be the part of a forward that a second thread cannot share.
+    pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
+        for (int64_t m = begin; m < end; ++m) {
+            float* normed = normed_.data() + m * hidden;
+            kernels::rmsnorm_row(x_.data() + m * hidden, norm_weight, hidden, c.rms_norm_eps, normed);
+            kernels_->pack_rows(normed, 1, hidden, hidden, reinterpret_cast<char*>(split_.data()) + m * packed_row);
+        }
+    });
+}
+
 void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows) {
     const ModelConfig& c = config();
     const auto M = static_cast<int32_t>(rows.size());
@@ -175,8 +190,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     grow(attn_, M, q_dim);
     grow(out_, M, hidden);
 
-    kernels::rmsnorm(x_.data(), l.attn_norm, M, hidden, hidden, c.rms_norm_eps, normed_.data());
-    kernels_->pack_rows(normed_.data(), M, hidden, hidden, split_.data());
+    norm_and_pack(l.attn_norm, M);
     kernels::matmul(*kernels_, pool_, split_.data(), M,
                     {MatmulJob{&l.wq, q_.data(), q_dim}, MatmulJob{&l.wk, k_.data(), kv_dim},
                      MatmulJob{&l.wv, v_.data(), kv_dim}});
@@ -233,8 +247,7 @@ void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
     grow(up_, M, inter);
     grow(split_, M, std::max(kernels::padded_k(hidden), kernels::padded_k(inter)));
 
-    kernels::rmsnorm(x_.data(), l.mlp_norm, M, hidden, hidden, c.rms_norm_eps, normed_.data());
-    kernels_->pack_rows(normed_.data(), M, hidden, hidden, split_.data());
+    norm_and_pack(l.mlp_norm, M);
     kernels::matmul(*kernels_, pool_, split_.data(), M,
                     {MatmulJob{&l.w_gate, gate_.data(), inter}, MatmulJob{&l.w_up, up_.data(), inter}});
     // silu(gate) * up, then the packed copy for down_proj: per row, so rows

@@ -52,6 +52,8 @@ private:
     void check_rows(std::span<const Row> rows);
     void attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows);
     void mlp_block(const LayerWeights& l, int32_t rows);
+    // normed_ := RMSNorm(x_) with `norm_weight`, and split_ := its packed rows.
+    void norm_and_pack(const float* norm_weight, int32_t rows);
 
     std::unique_ptr<Weights> weights_;
     const kernels::KernelTable* kernels_;
