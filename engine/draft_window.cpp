@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <stdexcept>
 
 namespace tf::engine {
@@ -19,6 +20,47 @@ CostCurve::CostCurve(std::vector<double> cost) {
 }
 
 CostCurve CostCurve::flat(int32_t max_rows) { return CostCurve(std::vector<double>(std::max(1, max_rows), 1.0)); }
+
+std::vector<double> interpolate_costs(std::vector<CostSample> samples, int32_t max_rows) {
+    max_rows = std::max(1, max_rows);
+    std::erase_if(samples, [&](const CostSample& s) {
+        return s.rows < 1 || s.rows > max_rows || !std::isfinite(s.cost) || !(s.cost > 0);
+    });
+    if (samples.empty()) return {};
+    std::sort(samples.begin(), samples.end(), [](const CostSample& a, const CostSample& b) {
+        return a.rows != b.rows ? a.rows < b.rows : a.cost < b.cost;
+    });
+    // Equal row counts sort cheapest first: keep that one (best of the timings).
+    samples.erase(std::unique(samples.begin(), samples.end(),
+                              [](const CostSample& a, const CostSample& b) { return a.rows == b.rows; }),
+                  samples.end());
+    // Monotone before interpolating, so that the slope past the last sample
+    // is never negative.
+    for (size_t i = 1; i < samples.size(); ++i) samples[i].cost = std::max(samples[i].cost, samples[i - 1].cost);
+
+    std::vector<double> cost(static_cast<size_t>(max_rows));
+    size_t upper = 0;  // first sample with rows >= m
+    for (int32_t m = 1; m <= max_rows; ++m) {
+        while (upper < samples.size() && samples[upper].rows < m) ++upper;
+        double c = samples.front().cost;  // below the first sample, or only one sample
+        if (upper > 0 && upper < samples.size()) {
+            const CostSample& a = samples[upper - 1];
+            const CostSample& b = samples[upper];
+            c = a.cost + (b.cost - a.cost) * (m - a.rows) / (b.rows - a.rows);
+        } else if (upper > 0 && samples.size() >= 2) {
+            const CostSample& a = samples[samples.size() - 2];
+            const CostSample& b = samples.back();
+            c = b.cost + (b.cost - a.cost) * (m - b.rows) / (b.rows - a.rows);
+        }
+        cost[static_cast<size_t>(m - 1)] = c;
+    }
+    return cost;
+}
+
+CostCurve CostCurve::from_samples(std::vector<CostSample> samples, int32_t max_rows) {
+    std::vector<double> cost = interpolate_costs(std::move(samples), max_rows);
+    return cost.empty() ? flat(max_rows) : CostCurve(std::move(cost));
+}
 
 double CostCurve::relative(int32_t rows) const {
     assert(rows >= 1);

@@ -16,6 +16,20 @@
 
 namespace tf::engine {
 
+// One measured point of a cost curve: a forward over `rows` rows took `cost`.
+struct CostSample {
+    int32_t rows = 0;
+    double cost = 0;
+};
+
+// Costs of 1..max_rows rows (index m - 1) from a few samples: straight
+// lines between samples, the first sample's cost below it, and past the last
+// sample the line through the last two. Samples outside 1..max_rows or
+// without a positive finite cost are ignored (none left: empty); of two
+// samples of one row count the cheaper is kept; a sample cheaper than a
+// smaller row count's is raised to it, so the costs never fall.
+std::vector<double> interpolate_costs(std::vector<CostSample> samples, int32_t max_rows);
+
 class CostCurve {
 public:
     // cost[m - 1] is the measured cost of a forward over m rows, for
@@ -25,6 +39,11 @@ public:
     // A flat curve (every M costs the same as M = 1): what a memory-bound
     // backend looks like in the limit; useful when nothing was measured.
     static CostCurve flat(int32_t max_rows);
+
+    // A curve over 1..max_rows from a few measured row counts (start-up
+    // calibration times only a handful): interpolate_costs' values, or flat
+    // when no sample is usable.
+    static CostCurve from_samples(std::vector<CostSample> samples, int32_t max_rows);
 
     int32_t max_rows() const { return static_cast<int32_t>(relative_.size()); }
     // cost(rows) / cost(1); rows past the measured range extrapolate linearly.

@@ -2,6 +2,9 @@
 // M rows, so a copy is as long as it pays." (DESIGN.md 6)
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 #include "engine/draft_window.h"
 
 namespace tf::engine {
@@ -17,6 +20,53 @@ TEST(CostCurve, IsRelativeToOneRowAndMonotone) {
 }
 
 TEST(CostCurve, RejectsANonPositiveBase) { EXPECT_THROW(CostCurve({0.0, 1.0}), std::invalid_argument); }
+
+TEST(CostCurveFromSamples, DrawsLinesBetweenSamples) {
+    const CostCurve curve = CostCurve::from_samples({{1, 2.0}, {4, 8.0}, {8, 12.0}}, 10);
+    const std::vector<double> want = {1, 2, 3, 4, 4.5, 5, 5.5, 6, 6.5, 7};  // cost / 2
+    ASSERT_EQ(curve.max_rows(), 10);
+    for (int32_t m = 1; m <= 10; ++m) EXPECT_DOUBLE_EQ(curve.relative(m), want[m - 1]) << m;
+    EXPECT_DOUBLE_EQ(curve.relative(12), 8.0);  // past max_rows the last slope still holds
+}
+
+TEST(CostCurveFromSamples, FlatBelowTheFirstSampleAndAlongTheLastTwoPastTheLast) {
+    const CostCurve curve = CostCurve::from_samples({{4, 1.0}, {2, 1.0}, {8, 3.0}}, 16);
+    EXPECT_DOUBLE_EQ(curve.relative(1), 1.0);
+    EXPECT_DOUBLE_EQ(curve.relative(2), 1.0);
+    EXPECT_DOUBLE_EQ(curve.relative(6), 2.0);
+    EXPECT_DOUBLE_EQ(curve.relative(12), 5.0);  // slope 0.5 per row from (4, 1) to (8, 3)
+    EXPECT_DOUBLE_EQ(curve.relative(16), 7.0);
+}
+
+TEST(CostCurveFromSamples, NoisySamplesGiveAMonotoneCurve) {
+    // 4 rows measured cheaper than 2: raised to 2's cost, so the slope past
+    // the last sample is never negative either.
+    const CostCurve curve = CostCurve::from_samples({{1, 1.0}, {2, 2.0}, {4, 1.5}}, 8);
+    for (int32_t m = 2; m <= 8; ++m) EXPECT_GE(curve.relative(m), curve.relative(m - 1)) << m;
+    EXPECT_DOUBLE_EQ(curve.relative(4), 2.0);
+    EXPECT_DOUBLE_EQ(curve.relative(8), 2.0);
+}
+
+TEST(CostCurveFromSamples, KeepsTheCheapestOfOneRowCount) {
+    const CostCurve curve = CostCurve::from_samples({{1, 3.0}, {1, 1.0}, {2, 2.0}, {1, 2.0}}, 2);
+    EXPECT_DOUBLE_EQ(curve.relative(2), 2.0);
+}
+
+TEST(CostCurveFromSamples, UnusableSamplesAreIgnored) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    const CostCurve curve =
+        CostCurve::from_samples({{1, 0.0}, {2, 2.0}, {3, nan}, {4, 4.0}, {5, inf}, {0, 1.0}, {9, 1.0}}, 8);
+    EXPECT_DOUBLE_EQ(curve.relative(1), 1.0);  // 2 is the first usable sample
+    EXPECT_DOUBLE_EQ(curve.relative(4), 2.0);
+    EXPECT_DOUBLE_EQ(curve.relative(8), 4.0);
+    for (const auto& nothing : std::vector<std::vector<CostSample>>{{}, {{1, 0.0}}, {{1, -1.0}, {2, nan}}}) {
+        const CostCurve flat = CostCurve::from_samples(nothing, 4);
+        EXPECT_EQ(flat.max_rows(), 4);
+        EXPECT_DOUBLE_EQ(flat.relative(4), 1.0);
+    }
+    EXPECT_DOUBLE_EQ(CostCurve::from_samples({{1, 5.0}}, 64).relative(64), 1.0);  // one sample: flat
+}
 
 TEST(ExpectedLanded, IsTheGeometricSum) {
     EXPECT_DOUBLE_EQ(expected_landed(0.5, 0), 0.0);
