@@ -1,17 +1,73 @@
 // Measuring the backend's cost curve cost(M) at start-up, so the copy window
 // knows what verifying M rows costs on this machine (DESIGN.md 6).
+//
+// Start-up must stay short whatever the model: a few row counts are timed,
+// not every M, under a wall-clock budget, and the curve is drawn through
+// them (CostCurve::from_samples). Row counts are timed in plan order
+// (default_sample_rows: coarse first, then the points between), each once,
+// before any is timed again; a forward runs only if its predicted cost fits
+// what is left of the budget. So a slow model gives up repeats first, then
+// the fine points, and keeps a curve whose points are far apart.
+//
 // Runs forwards on a scratch stream; call before serving, on the thread that
 // owns the backend.
 #pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "engine/draft_window.h"
 #include "model/backend.h"
 
 namespace tf::engine {
 
-// Times forwards of M = 1..max_rows rows (each the best of `repeats`) after
-// a `context`-token prefix, on stream id `scratch` (must not be open).
-CostCurve measure_cost_curve(model::Backend& backend, int32_t max_rows, int32_t context = 64, int32_t repeats = 3,
-                             model::StreamId scratch = -1);
+struct CalibrationOptions {
+    int32_t max_rows = 64;  // the curve covers 1..max_rows
+    // Row counts in the order they are timed; empty: default_sample_rows.
+    std::vector<int32_t> sample_rows;
+    // Positions in the cache before the timed rows, written by one warm-up
+    // forward (its last row wants logits, so it reads every weight once).
+    // The first forward after loading pays for page faults and waking
+    // threads: that is loading, so it is neither timed nor charged to the
+    // budget. A few positions do: attention over a short prefix is a small
+    // part of a forward, and a longer warm-up would be compute at start-up.
+    int32_t context = 4;
+    int32_t repeats = 3;          // most timings of one row count (the best is kept)
+    double budget_seconds = 1.0;  // wall clock for the timed forwards
+    // Seconds on a monotonic clock; empty: std::chrono::steady_clock. Tests
+    // pass a fake clock that their fake backend advances.
+    std::function<double()> clock;
+    model::StreamId scratch = -1;  // must not be open
+};
+
+struct Calibration {
+    CostCurve curve = CostCurve::flat(1);
+    std::vector<CostSample> measured;  // best time of each timed row count, ascending rows
+    std::vector<int32_t> untimed;      // planned row counts the budget left out, ascending
+    int32_t forwards = 0;              // timed forwards (the warm-up not counted)
+    double warmup_seconds = 0;
+    double seconds = 0;         // all of it, warm-up included (the options' clock)
+    bool budget_spent = false;  // some planned forward did not run: a row count or a repeat
+    // For the serve startup line, e.g. "M = 1, 2, 4, 16 timed in 6 forwards,
+    // 35 ms warm-up; over budget: M = 8, 32".
+    std::string summary() const;
+};
+
+// The order row counts are timed in: 1, 4, 16, ... (times four) and
+// max_rows, then the powers of two between them, smallest first (2, 8, 32).
+// cost(M) bends at small M, from reading each weight once per forward to
+// computing with it M times, and is close to a line past that: points at
+// 1 and 4 catch the bend, and when the budget stops the plan after the
+// coarse points, the line through two points far apart (say 4 and 16)
+// extrapolates much better than one through 2 and 4, whose difference is
+// within timing noise. With time to spare the fine points follow. Rows timed
+// add up to under 3 * max_rows, forwards to about log2(max_rows) + 1.
+std::vector<int32_t> default_sample_rows(int32_t max_rows);
+
+// The warm-up and the first two row counts of the plan always run, even past
+// the budget: a curve needs a slope, and a flat one would make every draft
+// look free. That floor is a few passes over the weights, like loading them.
+Calibration measure_cost_curve(model::Backend& backend, const CalibrationOptions& options = {});
 
 }  // namespace tf::engine

@@ -84,10 +84,12 @@ int main(int argc, char** argv) {
     }
     auto backend = model::load_cpu_backend(model_dir, threads);
     auto tok = tokenizer::Tokenizer::load(model_dir);
-    const engine::CostCurve cost = engine::measure_cost_curve(*backend, 64);
-    std::printf("cost curve (relative to 1 row): M=2 %.2f, 4 %.2f, 8 %.2f, 16 %.2f, 32 %.2f, 64 %.2f\n\n",
+    // The server's budget; up to 64 rows, so that the table below can show them.
+    const engine::Calibration calibration = engine::measure_cost_curve(*backend);
+    const engine::CostCurve& cost = calibration.curve;
+    std::printf("cost curve (relative to 1 row): M=2 %.2f, 4 %.2f, 8 %.2f, 16 %.2f, 32 %.2f, 64 %.2f; %s in %.0f ms\n\n",
                 cost.relative(2), cost.relative(4), cost.relative(8), cost.relative(16), cost.relative(32),
-                cost.relative(64));
+                cost.relative(64), calibration.summary().c_str(), calibration.seconds * 1000);
 
     engine::GenerationRequest request;
     request.prompt = encode(tok, "import numpy as np\n\n\nclass KalmanFilter:\n    def __init__(self, dim_x, dim_z):\n");

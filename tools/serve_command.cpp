@@ -115,7 +115,9 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
                          std::to_string(model_config.max_position_embeddings) + ")");
     }
     const auto cost_start = std::chrono::steady_clock::now();
-    const engine::CostCurve cost = engine::measure_cost_curve(*backend, kCostCurveRows);
+    engine::CalibrationOptions calibration_options;
+    calibration_options.max_rows = kCostCurveRows;
+    const engine::Calibration calibration = engine::measure_cost_curve(*backend, calibration_options);
     const double cost_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cost_start).count();
 
@@ -135,16 +137,16 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     // Seed: "The server's startup line and GET /v1/recall state the record's
     // state and size."
     spdlog::info("tensorfold serve: model {} ({}, {}), device cpu ({}), {} threads, context {} tokens, {} streams, "
-                 "cost curve measured in {:.0f} ms; recall: {}",
+                 "cost curve measured in {:.0f} ms ({}); recall: {}",
                  model_name, joined(arch), config.model_dir, cpu ? model::kernels::isa_name(cpu->isa()) : "?", threads,
-                 ctx_size,
-                 config.max_streams, cost_ms, record ? record->summary() : std::string("off"));
+                 ctx_size, config.max_streams, cost_ms, calibration.summary(),
+                 record ? record->summary() : std::string("off"));
 
     actors::ActorServiceOptions options;
     options.backend = backend.get();
     options.tokenizer = &tokenizer;
     options.record = record.get();
-    options.cost = cost;
+    options.cost = calibration.curve;
     options.engine.max_streams = config.max_streams;
     options.engine.ctx_size = ctx_size;
     std::unique_ptr<actors::Service> service = actors::start_actor_service(std::move(options));
