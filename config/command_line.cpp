@@ -157,6 +157,9 @@ CLI::App* add_generate(CLI::App& app, GenerateOptions& g, GenerateFlags& f) {
     generate->add_option("--threads", g.threads, "CPU threads (0: every core)")->capture_default_str()->check(CLI::Range(0, 1024));
     generate->add_flag("--ignore-eos", g.ignore_eos, "Keep generating past the model's end-of-sequence ids");
     generate->add_flag("--json", g.json, "Print {\"ids\": [...]} instead of comma-separated ids");
+    generate->add_flag("--timings", g.timings,
+                       "Print load time, prompt tokens/s and decode tokens/s on stderr, as llama.cpp does; "
+                       "512 prompt ids and --max-tokens 129 --ignore-eos compare with llama-bench's pp512 and tg128");
     return generate;
 }
 

@@ -19,6 +19,7 @@ struct GenerateOptions {
     int threads = 0;                  // --threads: CPU threads (0: every core)
     bool ignore_eos = false;          // --ignore-eos: do not stop at the model's EOS ids
     bool json = false;                // --json: print {"ids": [...]}
+    bool timings = false;             // --timings: load, prompt and decode speed on stderr
 };
 
 // "1,2,3" -> {1, 2, 3}. Returns an empty string when valid, else the reason.

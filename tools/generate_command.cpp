@@ -4,21 +4,33 @@
 // encodes the prompt and the reply is printed as text while it is generated,
 // or as {"ids": [...], "text": "..."} with --json. Sampling is the engine's
 // counter-based sampler, so a seed gives the same reply here as in the server.
+// --timings adds llama.cpp-style speed lines on stderr; stdout is unchanged.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <optional>
 #include <string>
 
 #include "engine/engine.h"
+#include "engine/generation_speed.h"
 #include "engine/tokenizer_text.h"
 #include "model/cpu_backend.h"
 #include "tools/commands.h"
 
 namespace tf::tools {
 
+namespace {
+
+double seconds_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
 int generate_command(const config::GenerateOptions& options) {
+    const double started = seconds_now();
     try {
         std::vector<int32_t> prompt_ids = options.prompt_ids;
         std::optional<tokenizer::Tokenizer> tok;
@@ -49,34 +61,42 @@ int generate_command(const config::GenerateOptions& options) {
         engine::Engine engine(*backend, engine::CostCurve::flat(1), plain,
                               tok ? engine::tokenizer_text(*tok) : engine::TextDecoderFactory{});
         const bool stream_text = tok && !options.json;
+        const auto prompt_tokens = static_cast<int64_t>(prompt_ids.size());
         engine.submit(std::move(request));
+        const double loaded = seconds_now();
+        engine::GenerationSpeed speed(loaded);
         std::vector<int32_t> generated;
         std::string text;
         while (!engine.idle()) {
+            int64_t landed = 0;
             for (engine::StreamUpdate& update : engine.step()) {
                 generated.insert(generated.end(), update.tokens.begin(), update.tokens.end());
+                landed += static_cast<int64_t>(update.tokens.size());
                 text += update.text;
                 if (stream_text && !update.text.empty()) {  // text as soon as it is complete UTF-8
                     std::fputs(update.text.c_str(), stdout);
                     std::fflush(stdout);
                 }
             }
+            speed.step(landed, seconds_now());
         }
         if (stream_text) {
             std::fputs("\n", stdout);
-            return 0;
-        }
-        if (tok) {
+        } else if (tok) {
             nlohmann::json out = {{"ids", generated}, {"text", text}};
             std::fputs((out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
-            return 0;
+        } else {
+            std::string out = options.json ? "{\"ids\": [" : "";
+            for (size_t i = 0; i < generated.size(); ++i) {
+                out += (i ? (options.json ? ", " : ",") : "") + std::to_string(generated[i]);
+            }
+            out += options.json ? "]}\n" : "\n";
+            std::fputs(out.c_str(), stdout);
         }
-        std::string out = options.json ? "{\"ids\": [" : "";
-        for (size_t i = 0; i < generated.size(); ++i) {
-            out += (i ? (options.json ? ", " : ",") : "") + std::to_string(generated[i]);
+        if (options.timings) {
+            std::fflush(stdout);  // the reply first, when both go to one terminal
+            std::fputs(speed.lines(prompt_tokens, loaded - started).c_str(), stderr);
         }
-        out += options.json ? "]}\n" : "\n";
-        std::fputs(out.c_str(), stdout);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tensorfold generate: %s\n", e.what());

@@ -34,7 +34,9 @@ TEST(GenerateCommandLine, ParsesEveryFlag) {
     EXPECT_EQ(g.threads, 2);
     EXPECT_TRUE(g.json);
     EXPECT_TRUE(g.ignore_eos);
+    EXPECT_FALSE(g.timings);
     EXPECT_NE(g.model_dir.find("tinycode"), std::string::npos);
+    EXPECT_TRUE(parse({"generate", tinycode(), "--prompt-ids", "1", "--timings"}).command.generate.timings);
 }
 
 TEST(GenerateCommandLine, DefaultsAreGreedySixteenTokensAndPlainOutput) {
@@ -119,6 +121,39 @@ TEST(GenerateBinary, SamplingIsReproducibleFromTheSeed) {
     ASSERT_EQ(a.exit_code, 0) << a.output;
     EXPECT_EQ(a.output, b.output);
     EXPECT_NE(a.output, other.output);
+}
+
+// `tensorfold ARGS` with stdout and stderr apart: the second run reads stderr
+// alone (2>&1 >/dev/null sends stderr where stdout went, then drops stdout).
+std::pair<RunResult, RunResult> run_apart(const std::string& args) {
+    const std::string binary = test_support::tensorfold_binary() + " " + args;
+    return {test_support::run_command(binary + " 2>/dev/null"), test_support::run_command(binary + " 2>&1 >/dev/null")};
+}
+
+TEST(GenerateBinary, TimingsGoToStderrAndLeaveStdoutAlone) {
+    const std::string args = "generate --prompt-ids 258,1084,54,9,77 --max-tokens 6 --ignore-eos --threads 1";
+    const auto [plain_out, plain_err] = run_apart(args);
+    const auto [timed_out, timed_err] = run_apart(args + " --timings");
+    ASSERT_EQ(plain_out.exit_code, 0) << plain_err.output;
+    ASSERT_EQ(timed_out.exit_code, 0) << timed_err.output;
+    EXPECT_EQ(timed_out.output, plain_out.output);
+    EXPECT_EQ(plain_err.output.find("eval time"), std::string::npos) << plain_err.output;
+    // Five prompt ids; six reply tokens, the first of them sampled by the
+    // prompt's forward, so five decoded; eleven in all.
+    const std::string& err = timed_err.output;
+    const size_t load = err.find("       load time = ");
+    const size_t prompt = err.find("prompt eval time = ");
+    const size_t decode = err.find("       eval time = ");
+    const size_t total = err.find("      total time = ");
+    ASSERT_LT(load, prompt) << err;
+    ASSERT_LT(prompt, decode) << err;
+    ASSERT_LT(decode, total) << err;
+    ASSERT_NE(total, std::string::npos) << err;
+    EXPECT_LT(err.find(" ms /     5 tokens (", prompt), decode) << err;
+    EXPECT_LT(err.find(" tokens per second)", prompt), decode) << err;
+    EXPECT_LT(err.find(" ms /     5 tokens (", decode), total) << err;
+    EXPECT_LT(err.find(" tokens per second)", decode), total) << err;
+    EXPECT_NE(err.find(" ms /    11 tokens\n", total), std::string::npos) << err;
 }
 
 TEST(GenerateBinary, OutOfVocabularyPromptIdIsRefused) {
