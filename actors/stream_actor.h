@@ -9,6 +9,7 @@
 
 #include "actors/messages.h"
 #include "engine/drafter.h"
+#include "engine/lanes.h"
 #include "engine/text_decoder.h"
 
 namespace tf::actors {
@@ -18,7 +19,7 @@ struct StreamOptions {
     engine::GenerationRequest request;
     EventCallback on_event;
     int32_t context_size = 0;
-    int32_t prefill_chunk = 256;
+    int32_t prefill_chunk = engine::LanesOptions{}.prefill_chunk;
     const engine::Drafter* drafter = nullptr;  // immutable; shared by every stream actor
     engine::TextDecoderFactory decoders;
     lane_actor lane;

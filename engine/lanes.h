@@ -21,8 +21,17 @@
 namespace tf::engine {
 
 struct LanesOptions {
-    int32_t max_rows_per_round = 512;  // bounds a round's latency when long prompts arrive
-    int32_t prefill_chunk = 256;       // most prompt rows one stream adds to a round
+    // Every stream in a round waits for the round's forward: the rows of a
+    // round bound how long decoding streams stall while a long prompt goes in.
+    int32_t max_rows_per_round = 512;
+    // Most prompt rows one stream adds to a round: as many as a round holds,
+    // so a 512-token prompt goes in one forward and the weights are read
+    // once, not twice. Memory does not bound it: the CPU backend's scratch is
+    // about 18 floats per hidden unit per row on a Qwen3 shape (72 KiB a row
+    // at hidden 1024, 36 MiB for 512 rows), small beside the weights and the
+    // KV caches. Latency for the other streams does, and max_rows_per_round
+    // is what holds it.
+    int32_t prefill_chunk = 512;
     // Grafted lanes: verify a record copy as a second branch beside the own
     // draft. The branch runs on a fork of the stream's KV (copy_prefix), which
     // batch invariance makes exact: the fork's rows get the logits the

@@ -125,5 +125,49 @@ TEST_F(IdentityTest, ConcurrentMixesWithoutDraftsMatchEachStreamAlone) {
     expect_identical(plain, "no drafts, concurrent");
 }
 
+// A 512-token prompt goes in one forward by default (LanesOptions), and how
+// a prompt is chunked, alone or beside a decoding stream, changes no token.
+TEST(LongPrompt, GoesInOneForwardAndChunkingChangesNoToken) {
+    std::mt19937 rng(512);
+    std::vector<TokenId> prompt(512);
+    for (TokenId& t : prompt) t = static_cast<TokenId>(rng() % 8189);
+    // Engines share the one tinycode backend and its KV stream ids: one at a time.
+    for (const float temperature : {0.0f, 0.8f}) {
+        GenerationRequest request = make_request(prompt, temperature, 1.0f, 77, 6);
+        request.stop_tokens.clear();  // six tokens, whatever they are
+        std::vector<TokenId> reference;
+        {
+            Engine whole(tinycode(), CostCurve::flat(64), plain_options());
+            reference = whole.generate(request).tokens;
+            ASSERT_EQ(reference.size(), 6u);
+            EXPECT_EQ(whole.total_rounds(), 6) << "the prompt and the first token in one round, then one per token";
+        }
+        {
+            EngineOptions chunked = plain_options();
+            chunked.lanes.prefill_chunk = 100;
+            Engine small(tinycode(), CostCurve::flat(64), chunked);
+            EXPECT_EQ(small.generate(request).tokens, reference) << "temperature " << temperature;
+            EXPECT_EQ(small.total_rounds(), 6 + 5);  // 512 rows in six chunks of at most 100
+        }
+        {
+            // Beside a stream that is already decoding, the round's row limit
+            // cuts the prompt; the tokens stay the same.
+            Engine shared(tinycode(), CostCurve::flat(64), plain_options());
+            GenerationRequest other = make_request({5, 6, 7}, 0.0f, 1.0f, 1, 40);
+            other.stop_tokens.clear();
+            shared.submit(other);
+            shared.step();
+            const RequestId id = shared.submit(request);
+            std::vector<TokenId> reply;
+            while (!shared.idle()) {
+                for (const StreamUpdate& u : shared.step()) {
+                    if (u.request == id) reply.insert(reply.end(), u.tokens.begin(), u.tokens.end());
+                }
+            }
+            EXPECT_EQ(reply, reference) << "temperature " << temperature;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace tf::engine
