@@ -275,11 +275,22 @@ std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads
 }
 
 std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads) {
+    // Both are checked before any weight is read.
     const char* forced_isa = std::getenv("TF_ISA");
     const char* forced_activations = std::getenv("TF_ACTIVATIONS");
-    const kernels::Isa isa = kernels::parse_isa(forced_isa ? forced_isa : "auto");
-    return load_cpu_backend(dir, threads, isa,
-                            kernels::parse_activations(forced_activations ? forced_activations : "auto", isa));
+    kernels::Isa isa;
+    kernels::Activations activations;
+    try {
+        isa = kernels::parse_isa(forced_isa ? forced_isa : "auto");
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("TF_ISA: ") + e.what());
+    }
+    try {
+        activations = kernels::parse_activations(forced_activations ? forced_activations : "auto", isa);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("TF_ACTIVATIONS: ") + e.what());
+    }
+    return load_cpu_backend(dir, threads, isa, activations);
 }
 
 }  // namespace tf::model

@@ -107,7 +107,10 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
                      d.name, d.memory_bytes >> 20);
     }
 
+    const auto load_start = std::chrono::steady_clock::now();
     std::unique_ptr<model::Backend> backend = model::load_cpu_backend(config.model_dir, config.threads);
+    const double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
     const model::ModelConfig& model_config = backend->config();
     const int32_t ctx_size = config.ctx_size > 0 ? config.ctx_size : model_config.max_position_embeddings;
     if (ctx_size > model_config.max_position_embeddings) {
@@ -136,10 +139,14 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     const int threads = cpu ? cpu->threads() : config.threads;
     // Seed: "The server's startup line and GET /v1/recall state the record's
     // state and size."
-    spdlog::info("tensorfold serve: model {} ({}, {}), device cpu ({}), {} threads, context {} tokens, {} streams, "
-                 "cost curve measured in {:.0f} ms ({}); recall: {}",
-                 model_name, joined(arch), config.model_dir, cpu ? model::kernels::isa_name(cpu->isa()) : "?", threads,
-                 ctx_size, config.max_streams, cost_ms, calibration.summary(),
+    // The weights need no repacking on any CPU path (the bf16 checkpoint
+    // layout is what both the FMA and the VDPBF16PS kernels read), so the
+    // load time is the mapping plus the conversion of non-bf16 tensors.
+    spdlog::info("tensorfold serve: model {} ({}, {}), device cpu ({}, {} activations), weights loaded in {:.0f} ms, "
+                 "{} threads, context {} tokens, {} streams, cost curve measured in {:.0f} ms ({}); recall: {}",
+                 model_name, joined(arch), config.model_dir, cpu ? model::kernels::isa_name(cpu->isa()) : "?",
+                 cpu ? model::kernels::activations_name(cpu->activations()) : "?", load_ms, threads, ctx_size,
+                 config.max_streams, cost_ms, calibration.summary(),
                  record ? record->summary() : std::string("off"));
 
     actors::ActorServiceOptions options;

@@ -2,6 +2,9 @@
 // which rows return logits, and clear errors for misuse.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "model/checkpoint_writer.h"
 #include "model/cpu_backend.h"
 #include "model/load_error.h"
@@ -37,6 +40,38 @@ TEST_F(BackendContract, LogitsComeOnlyForRowsThatAskInRowOrder) {
     EXPECT_TRUE(testing::bitwise_equal(first_only, std::vector<float>(both.begin(), both.begin() + 256)));
     EXPECT_EQ(backend_->stream_length(1), 1);
     EXPECT_EQ(backend_->stream_length(2), 1);
+}
+
+// A wrong TF_ISA or TF_ACTIVATIONS is refused by name before any file is
+// read: the directory here does not exist, and the error is not about it.
+TEST(BackendPathVariables, AreCheckedBeforeTheModelIsLoaded) {
+    struct Restore {
+        std::string isa, activations;
+        bool had_isa, had_activations;
+        Restore() {
+            const char* i = std::getenv("TF_ISA");
+            const char* a = std::getenv("TF_ACTIVATIONS");
+            had_isa = i != nullptr, had_activations = a != nullptr;
+            isa = i ? i : "", activations = a ? a : "";
+        }
+        ~Restore() {
+            had_isa ? setenv("TF_ISA", isa.c_str(), 1) : unsetenv("TF_ISA");
+            had_activations ? setenv("TF_ACTIVATIONS", activations.c_str(), 1) : unsetenv("TF_ACTIVATIONS");
+        }
+    } restore;
+    auto message = [](const char* isa, const char* activations) {
+        setenv("TF_ISA", isa, 1);
+        setenv("TF_ACTIVATIONS", activations, 1);
+        try {
+            load_cpu_backend("/nonexistent/tensorfold-model", 1);
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(message("avx9000", "auto").rfind("TF_ISA: ", 0), 0u) << message("avx9000", "auto");
+    EXPECT_EQ(message("scalar", "fp4").rfind("TF_ACTIVATIONS: ", 0), 0u) << message("scalar", "fp4");
+    EXPECT_NE(message("scalar", "bf16").find("/nonexistent/tensorfold-model"), std::string::npos);
 }
 
 TEST_F(BackendContract, EmptyForwardReturnsNoLogits) {
