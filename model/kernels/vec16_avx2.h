@@ -76,4 +76,42 @@ inline V16 dot_pairs(const V16& acc, const P32& x, const P32& w) {
     return {flush_subnormal(_mm256_fmadd_ps(xe.lo, we.lo, lo)), flush_subnormal(_mm256_fmadd_ps(xe.hi, we.hi, hi))};
 }
 
+// attention ops: the scalar path's, lane for lane (MAXPS/MINPS return the
+// second operand unless the first compares greater/less, as there).
+inline V16 add16(const V16& a, const V16& b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+inline V16 sub16(const V16& a, const V16& b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+inline V16 mul16(const V16& a, const V16& b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+inline V16 div16(const V16& a, const V16& b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
+inline V16 max16(const V16& a, const V16& b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+inline V16 min16(const V16& a, const V16& b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
+inline float max_lane16(const V16& v) {
+    __m256 t8 = _mm256_max_ps(v.lo, v.hi);
+    __m128 t4 = _mm_max_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+    __m128 t2 = _mm_max_ps(t4, _mm_movehl_ps(t4, t4));
+    __m128 t1 = _mm_max_ss(t2, _mm_movehdup_ps(t2));
+    return _mm_cvtss_f32(t1);
+}
+inline V16 keep_lanes16(const V16& v, int32_t lo, int32_t hi, float fill) {
+    const __m256i index_lo = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i index_hi = _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15);
+    const __m256i below = _mm256_set1_epi32(lo - 1), end = _mm256_set1_epi32(hi);
+    // lo - 1 < i and i < hi, as all-ones lanes
+    const __m256 in_lo = _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(index_lo, below), _mm256_cmpgt_epi32(end, index_lo)));
+    const __m256 in_hi = _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(index_hi, below), _mm256_cmpgt_epi32(end, index_hi)));
+    const __m256 f = _mm256_set1_ps(fill);
+    return {_mm256_blendv_ps(f, v.lo, in_lo), _mm256_blendv_ps(f, v.hi, in_hi)};
+}
+inline __m256 scale_pow2_8(__m256 p, __m256 n) {
+    const __m256i k = _mm256_cvttps_epi32(n), bias = _mm256_set1_epi32(127);
+    const __m256i k1 = _mm256_srai_epi32(k, 1), k2 = _mm256_sub_epi32(k, k1);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+inline V16 scale_pow2_16(const V16& p, const V16& n) { return {scale_pow2_8(p.lo, n.lo), scale_pow2_8(p.hi, n.hi)}; }
+// Attention's accumulators in flight: 12 of the 16 ymm registers.
+constexpr int kAttentionAccumulators = 6;
+
 }  // namespace tf::model::kernels::avx2

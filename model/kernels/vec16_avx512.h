@@ -90,4 +90,38 @@ inline V16 dot_pairs_emulated(const V16& acc, const P32& x, const P32& w) {
     return {flush_subnormal(_mm512_fmadd_ps(xe.v, we.v, odd))};
 }
 
+// attention ops: the scalar path's, lane for lane (VMAXPS/VMINPS return the
+// second operand unless the first compares greater/less, as there).
+inline V16 add16(const V16& a, const V16& b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline V16 sub16(const V16& a, const V16& b) { return {_mm512_sub_ps(a.v, b.v)}; }
+inline V16 mul16(const V16& a, const V16& b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline V16 div16(const V16& a, const V16& b) { return {_mm512_div_ps(a.v, b.v)}; }
+inline V16 max16(const V16& a, const V16& b) { return {_mm512_maskz_max_ps(kAll, a.v, b.v)}; }
+inline V16 min16(const V16& a, const V16& b) { return {_mm512_maskz_min_ps(kAll, a.v, b.v)}; }
+inline float max_lane16(const V16& v) {
+    const __m512d d = _mm512_castps_pd(v.v);
+    const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, d, 0));
+    const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, d, 1));
+    __m256 t8 = _mm256_max_ps(lo, hi);
+    __m128 t4 = _mm_max_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+    __m128 t2 = _mm_max_ps(t4, _mm_movehl_ps(t4, t4));
+    __m128 t1 = _mm_max_ss(t2, _mm_movehdup_ps(t2));
+    return _mm_cvtss_f32(t1);
+}
+inline V16 keep_lanes16(const V16& v, int32_t lo, int32_t hi, float fill) {
+    const auto keep = static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+    return {_mm512_mask_blend_ps(keep, _mm512_set1_ps(fill), v.v)};
+}
+inline V16 scale_pow2_16(const V16& p, const V16& n) {
+    const __m512i k = _mm512_maskz_cvttps_epi32(kAll, n.v), bias = _mm512_set1_epi32(127);
+    const __m512i k1 = _mm512_maskz_srai_epi32(kAll, k, 1), k2 = _mm512_sub_epi32(k, k1);
+    const __m512 s1 = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_add_epi32(k1, bias), 23));
+    const __m512 s2 = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_add_epi32(k2, bias), 23));
+    return {_mm512_mul_ps(_mm512_mul_ps(p.v, s1), s2)};
+}
+// Attention's accumulators in flight: 24 of the 32 zmm registers, the
+// rest for the broadcast queries or softmax weights and the loaded keys or
+// values.
+constexpr int kAttentionAccumulators = 24;
+
 }  // namespace tf::model::kernels::avx512

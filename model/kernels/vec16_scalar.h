@@ -88,4 +88,78 @@ inline V16 dot_pairs(const V16& acc, const P32& x, const P32& w) {
     return v;
 }
 
+// attention ops. Each is exactly rounded per lane (or pure selection or
+// integer work), so the SIMD paths can match it bit for bit. max16 and
+// min16 keep the x86 rule: the second operand unless the first compares
+// greater (less), so a NaN in either yields the second.
+inline V16 add16(const V16& a, const V16& b) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = a.lane[i] + b.lane[i];
+    return v;
+}
+inline V16 sub16(const V16& a, const V16& b) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = a.lane[i] - b.lane[i];
+    return v;
+}
+inline V16 mul16(const V16& a, const V16& b) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = a.lane[i] * b.lane[i];
+    return v;
+}
+inline V16 div16(const V16& a, const V16& b) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = a.lane[i] / b.lane[i];
+    return v;
+}
+inline V16 max16(const V16& a, const V16& b) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = a.lane[i] > b.lane[i] ? a.lane[i] : b.lane[i];
+    return v;
+}
+inline V16 min16(const V16& a, const V16& b) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = a.lane[i] < b.lane[i] ? a.lane[i] : b.lane[i];
+    return v;
+}
+// The largest lane, by reduce16's tree with max16 in place of +.
+inline float max_lane16(const V16& v) {
+    float t[8];
+    for (int i = 0; i < 8; ++i) t[i] = v.lane[i] > v.lane[i + 8] ? v.lane[i] : v.lane[i + 8];
+    for (int i = 0; i < 4; ++i) t[i] = t[i] > t[i + 4] ? t[i] : t[i + 4];
+    for (int i = 0; i < 2; ++i) t[i] = t[i] > t[i + 2] ? t[i] : t[i + 2];
+    return t[0] > t[1] ? t[0] : t[1];
+}
+// Lanes lo <= i < hi keep v; the others become `fill` (bits copied, so
+// whatever v held there, NaN included, is gone). 0 <= lo <= hi <= 16.
+inline V16 keep_lanes16(const V16& v, int32_t lo, int32_t hi, float fill) {
+    V16 r;
+    for (int i = 0; i < 16; ++i) r.lane[i] = i >= lo && i < hi ? v.lane[i] : fill;
+    return r;
+}
+// p * 2^n, rounded once, for lanes of n holding integers in [-150, 128]
+// (whatever p's exponent, a subnormal result is rounded correctly): the
+// power is split as 2^(n>>1) * 2^(n - (n>>1)), both normal, and the first
+// product is exact for p in [0.5, 2]. Truncating float -> int as CVTTPS2DQ
+// does, NaN giving INT32_MIN, so the other paths agree on every input.
+inline V16 scale_pow2_16(const V16& p, const V16& n) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) {
+        const float x = n.lane[i];
+        const int32_t k = x == x && std::fabs(x) < 0x1p31f ? static_cast<int32_t>(x) : INT32_MIN;
+        const int32_t k1 = k >> 1;
+        const int32_t k2 = static_cast<int32_t>(static_cast<uint32_t>(k) - static_cast<uint32_t>(k1));
+        const uint32_t b1 = (static_cast<uint32_t>(k1) + 127u) << 23, b2 = (static_cast<uint32_t>(k2) + 127u) << 23;
+        float s1, s2;
+        std::memcpy(&s1, &b1, 4);
+        std::memcpy(&s2, &b2, 4);
+        v.lane[i] = p.lane[i] * s1 * s2;
+    }
+    return v;
+}
+// How many V16 accumulators attention keeps in flight (blocks scored side
+// by side, slices of the value sum): loop shape only, the order of every
+// sum is fixed by key positions.
+constexpr int kAttentionAccumulators = 8;
+
 }  // namespace tf::model::kernels::scalar
