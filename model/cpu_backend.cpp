@@ -216,12 +216,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
             // same stream in this batch read it.
             KvCache& kv = *row_caches_[m];
             const int32_t position = rows[m].position;
-            const float* v = row_of(v_, m, kv_dim);
-            for (int32_t h = 0; h < c.num_kv_heads; ++h) {
-                const size_t at = h * kv.head_stride() + static_cast<size_t>(position) * head_dim;
-                std::copy(k + h * head_dim, k + (h + 1) * head_dim, kv.keys(layer) + at);
-                std::copy(v + h * head_dim, v + (h + 1) * head_dim, kv.values(layer) + at);
-            }
+            kv.write(layer, position, k, row_of(v_, m, kv_dim));
             kernels::AttentionRow& a = attention_rows_[m];
             a.keys = kv.keys(layer);
             a.values = kv.values(layer);

@@ -1,12 +1,23 @@
 // One stream's KV cache in fp32 (the precision the attention computes in,
-// so a cached key is exactly the key a recomputation would produce). Layout
-// per layer: keys then values, each [kv_head][capacity][head_dim], so one
-// head's keys are contiguous for the attention pass over them.
+// so a cached key is exactly the key a recomputation would produce). Per
+// layer: keys then values, each kv head's after the other's, room for the
+// capacity rounded up to 16 positions each:
+//  - keys in blocks of 16 positions, each block [head_dim][16] (position j
+//    is lane j mod 16 of block j / 16), so the attention kernel scores 16
+//    keys with one FMA per dimension (kernels/attention_impl.inc);
+//  - values one row of head_dim floats per position, as the weighted sum
+//    over positions reads them.
+// Memory starts zeroed, so lanes of a block past the stream's length hold
+// zeros or keys written before a truncate: finite, never read as scores
+// (the kernel masks them), never NaN bits from fresh memory.
 //
-// Thread-safety: none; owned by the backend.
+// Thread-safety: none; owned by the backend. Distinct positions may be
+// written from distinct threads at once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 
 namespace tf::model {
@@ -19,21 +30,36 @@ public:
     int32_t capacity() const { return capacity_; }
     void set_length(int32_t length) { length_ = length; }
 
-    float* keys(int32_t layer) { return data_.get() + static_cast<size_t>(layer) * 2 * layer_floats_; }
-    float* values(int32_t layer) { return keys(layer) + layer_floats_; }
-    const float* keys(int32_t layer) const { return data_.get() + static_cast<size_t>(layer) * 2 * layer_floats_; }
+    const float* keys(int32_t layer) const { return data_ + static_cast<size_t>(layer) * 2 * layer_floats_; }
     const float* values(int32_t layer) const { return keys(layer) + layer_floats_; }
-    // Floats between kv heads.
-    size_t head_stride() const { return static_cast<size_t>(capacity_) * head_dim_; }
+    // Floats between kv heads, in keys and in values.
+    size_t head_stride() const { return static_cast<size_t>(padded_capacity_) * head_dim_; }
+    // Where dimension d of the key at `position` lies within its head's keys.
+    static size_t key_index(int32_t position, int32_t d, int32_t head_dim) {
+        return static_cast<size_t>(position / 16) * 16 * head_dim + static_cast<size_t>(d) * 16 + position % 16;
+    }
 
-    // This cache := the first `length` positions of `from` (same shape).
+    // Stores the key and value of every kv head at `position` of `layer`;
+    // k and v hold kv_heads * head_dim floats, head after head.
+    void write(int32_t layer, int32_t position, const float* k, const float* v);
+
+    // This cache := the first `length` positions of `from` (same layers,
+    // heads and head_dim; any capacity that holds them).
     void copy_prefix(const KvCache& from, int32_t length);
 
 private:
-    int32_t layers_, kv_heads_, head_dim_, capacity_;
+    float* key_data(int32_t layer) { return data_ + static_cast<size_t>(layer) * 2 * layer_floats_; }
+    float* value_data(int32_t layer) { return key_data(layer) + layer_floats_; }
+
+    struct Free {
+        void operator()(void* p) const { std::free(p); }
+    };
+
+    int32_t layers_, kv_heads_, head_dim_, capacity_, padded_capacity_;
     int32_t length_ = 0;
     size_t layer_floats_;  // one of keys or values of one layer
-    std::unique_ptr<float[]> data_;
+    std::unique_ptr<void, Free> memory_;
+    float* data_;  // memory_ moved up to 64 bytes: every key block on its own cache lines
 };
 
 }  // namespace tf::model

@@ -1,17 +1,20 @@
 // Causal attention with grouped KV heads (GQA), over each stream's KV cache.
-// The per-(row, head) kernel lives in kernels_impl.inc (see the order it
-// keeps there); this header has the launcher, which spreads (row, head)
-// pairs over threads, and the double-precision reference used in tests.
+// The kernel lives in attention_impl.inc (see the order it keeps there);
+// this header has the launcher, which spreads (row, query heads of one kv
+// head) units over threads, and the double-precision reference for tests.
 //
-// Batch invariance: one (row, head) is one thread's fixed-order pass over
-// keys first..position, whatever the batch; the same code for prefill,
-// decode and verify.
+// Batch invariance: one (row, head) is one thread's pass over keys
+// first..position in an order fixed by key positions, whatever the batch
+// and whichever heads share the pass; the same code for prefill, decode and
+// verify.
 #pragma once
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "model/kernels/isa.h"
@@ -21,14 +24,65 @@ namespace tf::model::kernels {
 
 // kernels
 
+// Two entry points of each path beside its KernelTable (attention_impl.inc):
+//  - attention_heads: `heads` query heads of one kv head in one pass over
+//    its keys and values (each read once for all of them); q and out hold
+//    the heads one after the other, `scores` one row per head of last + 1
+//    floats rounded up to 16. A head's result is the same bits whether it
+//    runs alone or with others (KernelTable::attention_head is heads = 1).
+//  - exp16_values, for tests: out[i] = e^x[i], n a multiple of 16.
+#define TF_ATTENTION_ENTRY_POINTS                                                                              \
+    void attention_heads(const float* q, int32_t heads, const float* keys, const float* values, int32_t first, \
+                         int32_t last, int32_t head_dim, float scale, float* scores, float* out);              \
+    void exp16_values(const float* x, size_t n, float* out);
+namespace scalar {
+TF_ATTENTION_ENTRY_POINTS
+}
+namespace avx2 {
+TF_ATTENTION_ENTRY_POINTS
+}
+namespace avx512 {
+TF_ATTENTION_ENTRY_POINTS
+}
+namespace avx512_bf16 {
+TF_ATTENTION_ENTRY_POINTS
+}
+#undef TF_ATTENTION_ENTRY_POINTS
+
+inline void attention_heads(Isa isa, const float* q, int32_t heads, const float* keys, const float* values,
+                            int32_t first, int32_t last, int32_t head_dim, float scale, float* scores, float* out) {
+    switch (isa) {
+        case Isa::scalar:
+            return scalar::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
+        case Isa::avx2: return avx2::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
+        case Isa::avx512:
+            return avx512::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
+        case Isa::avx512_bf16:
+            return avx512_bf16::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
+    }
+    std::abort();
+}
+
+inline void exp16_values(Isa isa, const float* x, size_t n, float* out) {
+    switch (isa) {
+        case Isa::scalar: return scalar::exp16_values(x, n, out);
+        case Isa::avx2: return avx2::exp16_values(x, n, out);
+        case Isa::avx512: return avx512::exp16_values(x, n, out);
+        case Isa::avx512_bf16: return avx512_bf16::exp16_values(x, n, out);
+    }
+    std::abort();
+}
+
 // The reference for one (row, head): softmax in double over keys first..last.
+// Unlike the kernel it reads plain rows: key j at keys + j * head_dim.
 inline void attention_head_reference(const float* q, const float* keys, const float* values, int32_t first,
                                      int32_t last, int32_t head_dim, double scale, double* out) {
     std::vector<double> scores(static_cast<size_t>(last + 1));
     double max_score = -INFINITY;
     for (int32_t j = first; j <= last; ++j) {
         double s = 0;
-        for (int32_t d = 0; d < head_dim; ++d) s += static_cast<double>(q[d]) * keys[static_cast<size_t>(j) * head_dim + d];
+        for (int32_t d = 0; d < head_dim; ++d)
+            s += static_cast<double>(q[d]) * keys[static_cast<size_t>(j) * head_dim + d];
         scores[j] = s * scale;
         max_score = std::max(max_score, scores[j]);
     }
@@ -43,8 +97,9 @@ inline void attention_head_reference(const float* q, const float* keys, const fl
 
 // launchers
 
-// Where one row's keys and values are: kv head h's keys at
-// keys + h * head_stride, position j at + j * head_dim (values alike).
+// Where one row's keys and values are (kv_cache.h): kv head h's keys at
+// keys + h * head_stride, in blocks of 16 positions [head_dim][16]; its
+// values at values + h * head_stride, position j at + j * head_dim.
 struct AttentionRow {
     const float* keys = nullptr;
     const float* values = nullptr;
@@ -55,32 +110,41 @@ struct AttentionRow {
 
 // q: M rows of num_heads * head_dim; out likewise. `scratch` holds score
 // buffers, kept between calls.
-inline void attention(const KernelTable& kernels, ThreadPool& pool, const float* q, int32_t M,
-                      const AttentionRow* rows, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim, float scale,
-                      float* out, std::vector<std::vector<float>>& scratch) {
+inline void attention(const KernelTable& kernels, ThreadPool& pool, const float* q, int32_t M, const AttentionRow* rows,
+                      int32_t num_heads, int32_t num_kv_heads, int32_t head_dim, float scale, float* out,
+                      std::vector<std::vector<float>>& scratch) {
     assert(head_dim % 16 == 0 && num_heads % num_kv_heads == 0);
-    int32_t longest = 0;
-    for (int32_t m = 0; m < M; ++m) longest = std::max(longest, rows[m].last + 1);
-    // One score buffer per (row, head) unit would be wasteful; one per chunk
-    // is enough, and a chunk runs on one thread at a time.
-    const int64_t units = static_cast<int64_t>(M) * num_heads;
+    int32_t longest = 0;  // score floats a head needs: whole blocks of 16 keys
+    for (int32_t m = 0; m < M; ++m) longest = std::max(longest, (rows[m].last + 16) / 16 * 16);
+    // A unit is one row and some query heads of one kv head: all of them
+    // (its keys and values read once), unless that leaves threads idle (few
+    // rows, few kv heads); then fewer. A head's bits do not depend on the
+    // heads it runs with, so this choice may follow M and the thread count.
     const int32_t group = num_heads / num_kv_heads;
+    const int64_t wanted_parts =
+        (pool.size() + static_cast<int64_t>(M) * num_kv_heads - 1) / (static_cast<int64_t>(M) * num_kv_heads);
+    const auto parts = static_cast<int32_t>(std::min<int64_t>(group, wanted_parts));
+    const int32_t per_unit = (group + parts - 1) / parts, chunks = (group + per_unit - 1) / per_unit;
+    const int64_t units = static_cast<int64_t>(M) * num_kv_heads * chunks;
     const size_t row_floats = static_cast<size_t>(num_heads) * head_dim;
+    // One score buffer per chunk of units, which one thread runs at a time.
     scratch.resize(static_cast<size_t>(units));
     pool.parallel_for(units, [&](int64_t begin, int64_t end) {
         std::vector<float>& scores = scratch[static_cast<size_t>(begin)];
-        if (scores.size() < static_cast<size_t>(longest)) scores.resize(static_cast<size_t>(longest));
+        const size_t needed = static_cast<size_t>(per_unit) * longest;
+        if (scores.size() < needed) scores.resize(needed);
         for (int64_t unit = begin; unit < end; ++unit) {
-            // Head-major: consecutive units are one head (then the next head
-            // of the same KV group) over consecutive rows, so a stream's
-            // keys and values stay in L2 from one row to the next instead of
-            // being streamed again from L3 for every (row, head).
-            const auto h = static_cast<int32_t>(unit / M), m = static_cast<int32_t>(unit % M);
+            // Head-major: consecutive units are the same heads over
+            // consecutive rows, so a stream's keys and values stay in L2
+            // from one row to the next instead of coming again from L3.
+            const auto m = static_cast<int32_t>(unit % M), part = static_cast<int32_t>(unit / M);
+            const int32_t kv_head = part / chunks, h = kv_head * group + (part % chunks) * per_unit;
+            const int32_t heads = std::min(per_unit, (kv_head + 1) * group - h);
             const AttentionRow& row = rows[m];
-            const size_t kv = static_cast<size_t>(h / group) * row.head_stride;
+            const size_t kv = static_cast<size_t>(kv_head) * row.head_stride;
             const size_t at = m * row_floats + static_cast<size_t>(h) * head_dim;
-            kernels.attention_head(q + at, row.keys + kv, row.values + kv, row.first, row.last, head_dim, scale,
-                                   scores.data(), out + at);
+            attention_heads(kernels.isa, q + at, heads, row.keys + kv, row.values + kv, row.first, row.last, head_dim,
+                            scale, scores.data(), out + at);
         }
     });
 }

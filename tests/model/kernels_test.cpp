@@ -9,7 +9,6 @@
 #include <random>
 
 #include "model/checkpoint_writer.h"
-#include "model/kernels/attention.h"
 #include "model/kernels/matmul.h"
 #include "model/kernels/rmsnorm.h"
 #include "model/kernels/rope.h"
@@ -126,28 +125,6 @@ TEST_P(MatmulFormats, IsCloseToTheDoubleReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, MatmulFormats, ::testing::Values(WeightFormat::bf16, WeightFormat::f32_split));
-
-TEST(Attention, EverySimdPathIsBitIdenticalAndCloseToTheReference) {
-    for (int32_t head_dim : {16, 64, 128}) {
-        const int32_t keys_count = 300, first = 7, last = 250;
-        auto q = random_floats(head_dim, 1);
-        auto keys = random_floats(static_cast<size_t>(keys_count) * head_dim, 2);
-        auto values = random_floats(static_cast<size_t>(keys_count) * head_dim, 3);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        std::vector<float> scores(keys_count), reference_out(head_dim);
-        kernel_table(Isa::scalar).attention_head(q.data(), keys.data(), values.data(), first, last, head_dim, scale,
-                                                 scores.data(), reference_out.data());
-        for (Isa isa : available_isas()) {
-            std::vector<float> out(head_dim);
-            kernel_table(isa).attention_head(q.data(), keys.data(), values.data(), first, last, head_dim, scale,
-                                             scores.data(), out.data());
-            EXPECT_TRUE(testing::bitwise_equal(out, reference_out)) << isa_name(isa) << " head_dim " << head_dim;
-        }
-        std::vector<double> exact(head_dim);
-        attention_head_reference(q.data(), keys.data(), values.data(), first, last, head_dim, scale, exact.data());
-        for (int32_t d = 0; d < head_dim; ++d) EXPECT_NEAR(reference_out[d], exact[d], 1e-5);
-    }
-}
 
 TEST(RmsNorm, IsCloseToTheDoubleReference) {
     auto x = random_floats(384, 1, 3.0f);

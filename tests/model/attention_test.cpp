@@ -1,0 +1,233 @@
+// The attention kernel and its exp: every SIMD path gives the same bits as
+// the scalar one, exp16 is within a few ulp of the exact exponential, and
+// the kernel is close to a double-precision softmax over any key range,
+// whatever the cache holds outside that range.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "model/kernels/attention.h"
+#include "model/kv_cache.h"
+#include "test_support.h"
+
+namespace tf::model::kernels {
+namespace {
+
+std::vector<Isa> available_isas() {
+    std::vector<Isa> isas;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16})
+        if (isa_supported(isa)) isas.push_back(isa);
+    return isas;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+float from_bits(uint32_t bits) {
+    float x;
+    std::memcpy(&x, &bits, 4);
+    return x;
+}
+
+std::vector<float> exp16_of(Isa isa, std::vector<float> x) {
+    x.resize((x.size() + 15) / 16 * 16, 0.0f);
+    std::vector<float> out(x.size());
+    exp16_values(isa, x.data(), x.size(), out.data());
+    return out;
+}
+
+// Error in units of the last place of the float nearest e^x (subnormal
+// results: in units of the smallest subnormal).
+double ulp_error(float got, float x) {
+    const double exact = std::exp(static_cast<double>(x));
+    const float nearest = static_cast<float>(exact);
+    const double ulp = std::max(static_cast<double>(std::nextafter(nearest, INFINITY)) - nearest, 0x1p-149);
+    return std::fabs(got - exact) / ulp;
+}
+
+TEST(Exp16, IsWithinTwoUlpOfTheExactExponentialAndTheSameBitsOnEveryPath) {
+    // Every 193rd float from -104 to 88.72 (results from subnormal to near
+    // the largest float); the step is odd, so every last bit comes up.
+    std::vector<float> x;
+    for (uint32_t bits = 0x80000000u; bits <= 0xC2D00000u; bits += 193) x.push_back(from_bits(bits));
+    for (uint32_t bits = 0; bits <= 0x42B17200u; bits += 193) x.push_back(from_bits(bits));
+    const std::vector<float> scalar = exp16_of(Isa::scalar, x);
+    double worst = 0, worst_normal = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double e = ulp_error(scalar[i], x[i]);
+        worst = std::max(worst, e);
+        if (x[i] > -87.3f) worst_normal = std::max(worst_normal, e);
+    }
+    EXPECT_LT(worst_normal, 2.0);
+    EXPECT_LT(worst, 2.0);
+    for (Isa isa : available_isas()) EXPECT_TRUE(testing::bitwise_equal(exp16_of(isa, x), scalar)) << isa_name(isa);
+    std::printf("exp16: %zu arguments, max error %.3f ulp (%.3f ulp where the result is normal)\n", x.size(), worst,
+                worst_normal);
+}
+
+TEST(Exp16, HandlesTheEndsOfTheRangeExactly) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> x = {-inf,  -1e30f, -1000.0f, -104.0f, -103.9f, 0.0f,
+                                  -0.0f, 1.0f,   88.5f,    88.8f,   89.0f,   inf};
+    for (Isa isa : available_isas()) {
+        const std::vector<float> e = exp16_of(isa, x);
+        for (int i = 0; i < 4; ++i)
+            EXPECT_EQ(std::memcmp(&e[i], "\0\0\0\0", 4), 0) << isa_name(isa) << " exp(" << x[i] << ") = " << e[i];
+        EXPECT_EQ(e[4], std::exp(-103.9f)) << isa_name(isa);  // a subnormal, rounded once
+        EXPECT_EQ(e[5], 1.0f);
+        EXPECT_EQ(e[6], 1.0f);
+        EXPECT_NEAR(e[7], 2.7182817f, 3e-7f);
+        EXPECT_NEAR(e[8], std::exp(88.5f), 2e-7 * std::exp(88.5f));
+        for (int i = 9; i < 12; ++i) EXPECT_EQ(e[i], inf) << isa_name(isa) << " exp(" << x[i] << ")";
+        EXPECT_TRUE(std::isnan(exp16_of(isa, {std::nanf("")})[0])) << isa_name(isa);
+    }
+}
+
+// One head's keys and values, `count` positions, as the cache lays them out
+// (kv_cache.h), with `fill` outside [first, last]: the kernel must neither
+// use those lanes nor let their bits through (NaN included).
+struct Head {
+    std::vector<float> q, keys, values, plain_keys;
+    Head(int32_t head_dim, int32_t count, int32_t first, int32_t last, float fill, uint32_t seed)
+        : q(random_floats(head_dim, seed)),
+          keys(static_cast<size_t>((count + 15) / 16) * 16 * head_dim),
+          values(random_floats(static_cast<size_t>(count) * head_dim, seed + 2)),
+          plain_keys(random_floats(static_cast<size_t>(count) * head_dim, seed + 1, 2.0f)) {
+        for (int32_t j = 0; j < (count + 15) / 16 * 16; ++j) {
+            const bool used = j >= first && j <= last;
+            for (int32_t d = 0; d < head_dim; ++d) {
+                keys[KvCache::key_index(j, d, head_dim)] = used ? plain_keys[j * head_dim + d] : fill;
+                if (!used && j < count) values[j * head_dim + d] = fill;
+            }
+        }
+    }
+    std::vector<float> run(Isa isa, int32_t first, int32_t last) const {
+        const auto head_dim = static_cast<int32_t>(q.size());
+        std::vector<float> scores(static_cast<size_t>(last + 16) / 16 * 16), out(head_dim);
+        kernel_table(isa).attention_head(q.data(), keys.data(), values.data(), first, last, head_dim,
+                                         1.0f / std::sqrt(static_cast<float>(head_dim)), scores.data(), out.data());
+        return out;
+    }
+};
+
+struct Range {
+    int32_t first, last;
+};
+const Range kRanges[] = {{0, 0},   {0, 14},  {0, 15},   {0, 16},   {0, 32},     {5, 20}, {16, 31},
+                         {17, 17}, {3, 100}, {0, 1023}, {1, 1023}, {300, 1023}, {31, 47}};
+
+TEST(Attention, EverySimdPathIsBitIdenticalAndCloseToTheDoubleReference) {
+    for (int32_t head_dim : {16, 48, 64, 80, 128}) {
+        for (const Range& r : kRanges) {
+            const int32_t count = r.last + 1 + 5;
+            const Head head(head_dim, count, r.first, r.last, std::nanf(""), static_cast<uint32_t>(head_dim + r.last));
+            const std::vector<float> scalar = head.run(Isa::scalar, r.first, r.last);
+            for (Isa isa : available_isas()) {
+                EXPECT_TRUE(testing::bitwise_equal(head.run(isa, r.first, r.last), scalar))
+                    << isa_name(isa) << " head_dim " << head_dim << " keys " << r.first << ".." << r.last;
+            }
+            std::vector<double> exact(head_dim);
+            attention_head_reference(head.q.data(), head.plain_keys.data(), head.values.data(), r.first, r.last,
+                                     head_dim, 1.0 / std::sqrt(static_cast<double>(head_dim)), exact.data());
+            for (int32_t d = 0; d < head_dim; ++d) {
+                ASSERT_NEAR(scalar[d], exact[d], 2e-6)
+                    << "head_dim " << head_dim << " keys " << r.first << ".." << r.last << " d " << d;
+            }
+        }
+    }
+}
+
+TEST(Attention, WhatTheCacheHoldsOutsideTheRangeChangesNoBit) {
+    const float fills[] = {0.0f, std::nanf(""), 1e30f, -std::numeric_limits<float>::infinity()};
+    for (const Range& r : kRanges) {
+        const std::vector<float> expected =
+            Head(64, r.last + 20, r.first, r.last, fills[0], 9).run(best_isa(), r.first, r.last);
+        for (float fill : fills) {
+            EXPECT_TRUE(testing::bitwise_equal(
+                Head(64, r.last + 20, r.first, r.last, fill, 9).run(best_isa(), r.first, r.last), expected))
+                << "fill " << fill << " keys " << r.first << ".." << r.last;
+        }
+    }
+}
+
+TEST(Attention, AHeadGetsTheSameBitsAloneOrWithOtherHeadsOfItsKvHead) {
+    // Up to 7 query heads on one kv head: one call runs them 4 at a time.
+    const int32_t head_dim = 64, heads = 7;
+    for (const Range& r : kRanges) {
+        const Head head(head_dim, r.last + 3, r.first, r.last, std::nanf(""), 11);
+        const std::vector<float> q = random_floats(static_cast<size_t>(heads) * head_dim, 12);
+        const size_t stride = static_cast<size_t>(r.last + 16) / 16 * 16;
+        const float scale = 0.125f;
+        for (Isa isa : available_isas()) {
+            std::vector<float> together(q.size()), scores(heads * stride);
+            attention_heads(isa, q.data(), heads, head.keys.data(), head.values.data(), r.first, r.last, head_dim,
+                            scale, scores.data(), together.data());
+            for (int32_t start = 0; start < heads; ++start) {
+                for (int32_t count = 1; start + count <= heads; ++count) {
+                    std::vector<float> out(static_cast<size_t>(count) * head_dim);
+                    attention_heads(isa, q.data() + start * head_dim, count, head.keys.data(), head.values.data(),
+                                    r.first, r.last, head_dim, scale, scores.data(), out.data());
+                    const std::vector<float> expected(together.begin() + start * head_dim,
+                                                      together.begin() + (start + count) * head_dim);
+                    ASSERT_TRUE(testing::bitwise_equal(out, expected))
+                        << isa_name(isa) << " heads " << start << "+" << count << " keys " << r.first << ".." << r.last;
+                }
+            }
+            std::vector<float> alone(head_dim);  // the kernel table's one-head entry
+            kernel_table(isa).attention_head(q.data() + 5 * head_dim, head.keys.data(), head.values.data(), r.first,
+                                             r.last, head_dim, scale, scores.data(), alone.data());
+            EXPECT_TRUE(testing::bitwise_equal(
+                alone, std::vector<float>(together.begin() + 5 * head_dim, together.begin() + 6 * head_dim)));
+        }
+    }
+}
+
+TEST(KvCache, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
+    const int32_t layers = 2, heads = 2, head_dim = 16;
+    KvCache a(layers, heads, head_dim, 40), b(layers, heads, head_dim, 30);
+    auto value_of = [](int32_t layer, int32_t h, int32_t j, int32_t d, int kind) {
+        return static_cast<float>(kind * 100000 + layer * 10000 + h * 1000 + j * 20 + d);
+    };
+    std::vector<float> k(heads * head_dim), v(heads * head_dim);
+    for (int32_t j = 0; j < 40; ++j) {
+        for (int32_t layer = 0; layer < layers; ++layer) {
+            for (int32_t h = 0; h < heads; ++h) {
+                for (int32_t d = 0; d < head_dim; ++d) {
+                    k[h * head_dim + d] = value_of(layer, h, j, d, 1);
+                    v[h * head_dim + d] = value_of(layer, h, j, d, 2);
+                }
+            }
+            a.write(layer, j, k.data(), v.data());
+        }
+    }
+    a.set_length(40);
+    b.copy_prefix(a, 25);
+    EXPECT_EQ(b.length(), 25);
+    for (const KvCache* c : {&a, &b}) {
+        for (int32_t layer = 0; layer < layers; ++layer) {
+            for (int32_t h = 0; h < heads; ++h) {
+                for (int32_t j = 0; j < c->length(); ++j) {
+                    for (int32_t d = 0; d < head_dim; ++d) {
+                        ASSERT_EQ(c->keys(layer)[h * c->head_stride() + KvCache::key_index(j, d, head_dim)],
+                                  value_of(layer, h, j, d, 1));
+                        ASSERT_EQ(c->values(layer)[h * c->head_stride() + j * head_dim + d],
+                                  value_of(layer, h, j, d, 2));
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_EQ(KvCache::key_index(17, 3, 64), 16u * 64 + 3 * 16 + 1);
+}
+
+}  // namespace
+}  // namespace tf::model::kernels
