@@ -24,54 +24,12 @@ namespace tf::model::kernels {
 
 // kernels
 
-// Two entry points of each path beside its KernelTable (attention_impl.inc):
-//  - attention_heads: `heads` query heads of one kv head in one pass over
-//    its keys and values (each read once for all of them); q and out hold
-//    the heads one after the other, `scores` one row per head of last + 1
-//    floats rounded up to 16. A head's result is the same bits whether it
-//    runs alone or with others (KernelTable::attention_head is heads = 1).
-//  - exp16_values, for tests: out[i] = e^x[i], n a multiple of 16.
-#define TF_ATTENTION_ENTRY_POINTS                                                                              \
-    void attention_heads(const float* q, int32_t heads, const float* keys, const float* values, int32_t first, \
-                         int32_t last, int32_t head_dim, float scale, float* scores, float* out);              \
-    void exp16_values(const float* x, size_t n, float* out);
-namespace scalar {
-TF_ATTENTION_ENTRY_POINTS
-}
-namespace avx2 {
-TF_ATTENTION_ENTRY_POINTS
-}
-namespace avx512 {
-TF_ATTENTION_ENTRY_POINTS
-}
-namespace avx512_bf16 {
-TF_ATTENTION_ENTRY_POINTS
-}
-#undef TF_ATTENTION_ENTRY_POINTS
-
+// Tests call the path's kernels through these.
 inline void attention_heads(Isa isa, const float* q, int32_t heads, const float* keys, const float* values,
                             int32_t first, int32_t last, int32_t head_dim, float scale, float* scores, float* out) {
-    switch (isa) {
-        case Isa::scalar:
-            return scalar::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
-        case Isa::avx2: return avx2::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
-        case Isa::avx512:
-            return avx512::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
-        case Isa::avx512_bf16:
-            return avx512_bf16::attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
-    }
-    std::abort();
+    kernel_table(isa).attention_heads(q, heads, keys, values, first, last, head_dim, scale, scores, out);
 }
-
-inline void exp16_values(Isa isa, const float* x, size_t n, float* out) {
-    switch (isa) {
-        case Isa::scalar: return scalar::exp16_values(x, n, out);
-        case Isa::avx2: return avx2::exp16_values(x, n, out);
-        case Isa::avx512: return avx512::exp16_values(x, n, out);
-        case Isa::avx512_bf16: return avx512_bf16::exp16_values(x, n, out);
-    }
-    std::abort();
-}
+inline void exp16_values(Isa isa, const float* x, size_t n, float* out) { kernel_table(isa).exp16_values(x, n, out); }
 
 // The reference for one (row, head): softmax in double over keys first..last.
 // Unlike the kernel it reads plain rows: key j at keys + j * head_dim.
@@ -143,7 +101,7 @@ inline void attention(const KernelTable& kernels, ThreadPool& pool, const float*
             const AttentionRow& row = rows[m];
             const size_t kv = static_cast<size_t>(kv_head) * row.head_stride;
             const size_t at = m * row_floats + static_cast<size_t>(h) * head_dim;
-            attention_heads(kernels.isa, q + at, heads, row.keys + kv, row.values + kv, row.first, row.last, head_dim,
+            kernels.attention_heads(q + at, heads, row.keys + kv, row.values + kv, row.first, row.last, head_dim,
                             scale, scores.data(), out + at);
         }
     });

@@ -73,18 +73,27 @@ using PackRowsFn = void (*)(const float* x, int32_t rows, int32_t k, int32_t ldx
 using MatmulFn = void (*)(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end,
                           float* out, int32_t ldo);
 
-// One (row, head) of causal attention: softmax(q . k_j * scale) over keys
-// j in [first, last], then the weighted sum of v_j. `keys`/`values` hold
-// head_dim floats per position; `scores` has room for last + 1 floats.
-using AttentionHeadFn = void (*)(const float* q, const float* keys, const float* values, int32_t first,
-                                 int32_t last, int32_t head_dim, float scale, float* scores, float* out);
+// Causal attention for `heads` query heads of one kv head over keys j in
+// [first, last]: softmax(q . k_j * scale), then the weighted sum of v_j. q
+// and out hold the heads one after the other; `keys` are in the KV cache's
+// blocked layout and `values` one row of head_dim floats per position
+// (model/kv_cache.h); `scores` has one row per head of last + 1 floats
+// rounded up to 16. A head gets the same bits alone or with others.
+using AttentionHeadsFn = void (*)(const float* q, int32_t heads, const float* keys, const float* values,
+                                  int32_t first, int32_t last, int32_t head_dim, float scale, float* scores,
+                                  float* out);
+
+// out[i] = e^x[i] as the attention computes it, n a multiple of 16, out
+// may be x (the SiLU of the MLP runs on it too).
+using Exp16Fn = void (*)(const float* x, size_t n, float* out);
 
 struct KernelTable {
     Isa isa = Isa::scalar;
     Activations activations = Activations::f32;
     PackRowsFn pack_rows = nullptr;
     MatmulFn matmul = nullptr;
-    AttentionHeadFn attention_head = nullptr;
+    AttentionHeadsFn attention_heads = nullptr;
+    Exp16Fn exp16_values = nullptr;
 
     // Bytes of one packed activation row of k inputs.
     size_t row_bytes(int32_t k) const {

@@ -113,7 +113,7 @@ struct Head {
     std::vector<float> run(Isa isa, int32_t first, int32_t last) const {
         const auto head_dim = static_cast<int32_t>(q.size());
         std::vector<float> scores(static_cast<size_t>(last + 16) / 16 * 16), out(head_dim);
-        kernel_table(isa).attention_head(q.data(), keys.data(), values.data(), first, last, head_dim,
+        kernel_table(isa).attention_heads(q.data(), 1, keys.data(), values.data(), first, last, head_dim,
                                          1.0f / std::sqrt(static_cast<float>(head_dim)), scores.data(), out.data());
         return out;
     }
@@ -183,7 +183,7 @@ TEST(Attention, AHeadGetsTheSameBitsAloneOrWithOtherHeadsOfItsKvHead) {
                 }
             }
             std::vector<float> alone(head_dim);  // the kernel table's one-head entry
-            kernel_table(isa).attention_head(q.data() + 5 * head_dim, head.keys.data(), head.values.data(), r.first,
+            kernel_table(isa).attention_heads(q.data() + 5 * head_dim, 1, head.keys.data(), head.values.data(), r.first,
                                              r.last, head_dim, scale, scores.data(), alone.data());
             EXPECT_TRUE(testing::bitwise_equal(
                 alone, std::vector<float>(together.begin() + 5 * head_dim, together.begin() + 6 * head_dim)));
