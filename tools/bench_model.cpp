@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "model/cpu_backend.h"
@@ -31,6 +32,16 @@ using tf::model::Row;
 std::string g_model_dir = TF_BENCH_DEFAULT_MODEL;
 constexpr int32_t kRowsList[] = {1, 2, 4, 8, 16, 32, 64};
 
+// Runs fn(t, begin, end) for slice t of `threads` slices of [0, n), each
+// on its own thread.
+template <class Fn>
+void on_slices(int threads, size_t n, Fn&& fn) {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { fn(t, n * t / threads, n * (t + 1) / threads); });
+    fn(0, size_t{0}, n / threads);
+    for (auto& th : pool) th.join();
+}
+
 // STREAM triad a[i] = b[i] + s * c[i] over three arrays of `range(1)` MiB,
 // `threads` threads each on its own slice. Counts 3 x 8 bytes per element,
 // as STREAM does. 256 MiB arrays measure DRAM; 8 MiB arrays (24 MiB in all:
@@ -40,21 +51,11 @@ void triad(benchmark::State& state) {
     const int threads = static_cast<int>(state.range(0));
     const size_t n = (static_cast<size_t>(state.range(1)) << 20) / sizeof(double);
     std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
-    auto slice = [&](int t, auto&& fn) {
-        const size_t begin = n * t / threads, end = n * (t + 1) / threads;
-        fn(begin, end);
-    };
-    auto parallel = [&](auto&& fn) {
-        std::vector<std::thread> pool;
-        for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { slice(t, fn); });
-        slice(0, fn);
-        for (auto& th : pool) th.join();
-    };
-    parallel([&](size_t begin, size_t end) {  // first touch by the thread that will use the pages
+    on_slices(threads, n, [&](int, size_t begin, size_t end) {  // first touch by the thread that will use the pages
         for (size_t i = begin; i < end; ++i) a[i] = 0.0, b[i] = 1.0, c[i] = 2.0;
     });
     for (auto _ : state) {
-        parallel([&](size_t begin, size_t end) {
+        on_slices(threads, n, [&](int, size_t begin, size_t end) {
             for (size_t i = begin; i < end; ++i) a[i] = b[i] + 3.0 * c[i];
         });
         benchmark::ClobberMemory();
@@ -71,31 +72,21 @@ void read_sum(benchmark::State& state) {
     const size_t n = (static_cast<size_t>(state.range(1)) << 20) / sizeof(uint64_t);
     std::unique_ptr<uint64_t[]> a(new uint64_t[n]);
     std::vector<uint64_t> sums(static_cast<size_t>(threads));
-    auto run = [&](int t, bool fill) {
-        const size_t begin = n * t / threads, end = n * (t + 1) / threads;
-        if (fill) {
-            for (size_t i = begin; i < end; ++i) a[i] = i;
-            return;
-        }
-        const size_t part = (end - begin) / 64 * 8;  // eight parts of whole 64-byte lines
-        uint64_t s[8] = {};
-        for (size_t i = 0; i < part; i += 8) {
-            for (int j = 0; j < 8; ++j) {
-                const uint64_t* q = &a[begin + j * part + i];
-                s[j] += q[0] + q[1] + q[2] + q[3] + q[4] + q[5] + q[6] + q[7];
-            }
-        }
-        sums[t] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-    };
-    auto parallel = [&](bool fill) {
-        std::vector<std::thread> pool;
-        for (int t = 1; t < threads; ++t) pool.emplace_back(run, t, fill);
-        run(0, fill);
-        for (auto& th : pool) th.join();
-    };
-    parallel(true);
+    on_slices(threads, n, [&](int, size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) a[i] = i;
+    });
     for (auto _ : state) {
-        parallel(false);
+        on_slices(threads, n, [&](int t, size_t begin, size_t end) {
+            const size_t part = (end - begin) / 64 * 8;  // eight parts of whole 64-byte lines
+            uint64_t s[8] = {};
+            for (size_t i = 0; i < part; i += 8) {
+                for (int j = 0; j < 8; ++j) {
+                    const uint64_t* q = &a[begin + j * part + i];
+                    s[j] += q[0] + q[1] + q[2] + q[3] + q[4] + q[5] + q[6] + q[7];
+                }
+            }
+            sums[t] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+        });
         benchmark::DoNotOptimize(sums.data());
     }
     size_t read = 0;  // elements summed: each slice rounded down to whole parts
@@ -219,13 +210,16 @@ void print_tables(const TableReporter& r) {
     std::map<std::pair<int, int>, double> bandwidth;  // (MiB per array, threads) -> GB/s
     std::map<std::string, double> seconds;
     std::map<std::pair<int, int>, double> read_bandwidth;  // (MiB, threads) -> GB/s
+    // NAME/THREADS/MIB/real_time -> (MiB, threads)
+    auto size_and_threads = [](const std::string& name, size_t prefix) {
+        const size_t slash = name.find('/', prefix);
+        return std::pair{std::stoi(name.substr(slash + 1)), std::stoi(name.substr(prefix))};
+    };
     for (const auto& e : r.entries) {
-        if (e.name.rfind("triad/", 0) == 0) {  // triad/THREADS/MIB/real_time
-            const size_t slash = e.name.find('/', 6);
-            bandwidth[{std::stoi(e.name.substr(slash + 1)), std::stoi(e.name.substr(6))}] = e.bytes_per_second / 1e9;
-        } else if (e.name.rfind("read/", 0) == 0) {  // read/THREADS/MIB/real_time
-            const size_t slash = e.name.find('/', 5);
-            read_bandwidth[{std::stoi(e.name.substr(slash + 1)), std::stoi(e.name.substr(5))}] = e.bytes_per_second / 1e9;
+        if (e.name.rfind("triad/", 0) == 0) {
+            bandwidth[size_and_threads(e.name, 6)] = e.bytes_per_second / 1e9;
+        } else if (e.name.rfind("read/", 0) == 0) {
+            read_bandwidth[size_and_threads(e.name, 5)] = e.bytes_per_second / 1e9;
         } else {
             seconds[e.name] = e.seconds;
         }
@@ -296,20 +290,13 @@ int main(int argc, char** argv) {
     }
     int count = static_cast<int>(args.size());
     benchmark::Initialize(&count, args.data());
-    benchmark::RegisterBenchmark("read", read_sum)
-        ->Args({1, 1024})
-        ->Args({2, 1024})
-        ->Args({1, 16})
-        ->Args({2, 16})
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("triad", triad)
-        ->Args({1, 256})
-        ->Args({2, 256})
-        ->Args({1, 8})
-        ->Args({2, 8})
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    // Bandwidth: a DRAM-sized and a cache-sized array, on 1 and 2 threads.
+    for (auto [name, fn, dram_mib, cache_mib] : {std::tuple{"read", &read_sum, 1024, 16}, std::tuple{"triad", &triad, 256, 8}}) {
+        benchmark::RegisterBenchmark(name, fn)
+            ->ArgsProduct({{1, 2}, {dram_mib, cache_mib}})
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+    }
     for (int threads : {1, 2}) {
         benchmark::RegisterBenchmark("prefill", prefill)->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
         benchmark::RegisterBenchmark("decode", decode)->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
