@@ -12,25 +12,15 @@
 
 #include "model/kernels/attention.h"
 #include "model/kv_cache.h"
+#include "kernel_test_support.h"
 #include "test_support.h"
 
 namespace tf::model::kernels {
 namespace {
 
-std::vector<Isa> available_isas() {
-    std::vector<Isa> isas;
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16})
-        if (isa_supported(isa)) isas.push_back(isa);
-    return isas;
-}
+using testing::random_floats;
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-scale, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    return v;
-}
+std::vector<Isa> available_isas() { return testing::runnable_isas(); }
 
 float from_bits(uint32_t bits) {
     float x;

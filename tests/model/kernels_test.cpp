@@ -12,47 +12,17 @@
 #include "model/kernels/matmul.h"
 #include "model/kernels/rmsnorm.h"
 #include "model/kernels/rope.h"
+#include "kernel_test_support.h"
 #include "test_support.h"
 
 namespace tf::model::kernels {
 namespace {
 
-std::vector<Isa> available_isas() {
-    std::vector<Isa> isas;
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
-        if (isa_supported(isa)) isas.push_back(isa);
-    return isas;
-}
+using testing::random_floats;
+using TestMatrix = testing::TestWeights;
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-scale, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    return v;
-}
-
-// A weight matrix of `rows` x `cols` in `format`, from random values.
-struct TestMatrix {
-    std::vector<uint16_t> bf16;
-    std::vector<float> split;
-    WeightMatrix w;
-    TestMatrix(int32_t rows, int32_t cols, WeightFormat format, uint32_t seed) {
-        const int32_t stride = padded_k(cols);
-        auto values = random_floats(static_cast<size_t>(rows) * cols, seed, 0.5f);
-        w = {nullptr, format, rows, cols, stride};
-        if (format == WeightFormat::bf16) {
-            bf16.assign(static_cast<size_t>(rows) * stride, 0);
-            for (int32_t r = 0; r < rows; ++r)
-                for (int32_t c = 0; c < cols; ++c) bf16[r * stride + c] = float_to_bf16(values[r * cols + c]);
-            w.data = bf16.data();
-        } else {
-            split.assign(static_cast<size_t>(rows) * stride, 0.0f);
-            for (int32_t r = 0; r < rows; ++r) split_pairs(&values[r * cols], cols, &split[r * stride]);
-            w.data = split.data();
-        }
-    }
-};
+// The f32 matmul tables (split_rows below packs for them).
+std::vector<Isa> available_isas() { return testing::runnable_isas(Activations::f32); }
 
 std::vector<float> split_rows(const std::vector<float>& x, int32_t M, int32_t K) {
     std::vector<float> xs(static_cast<size_t>(M) * padded_k(K));

@@ -10,6 +10,7 @@
 
 #include "model/checkpoint_writer.h"
 #include "model/kernels/matmul.h"
+#include "kernel_test_support.h"
 #include "test_support.h"
 
 namespace tf::model::kernels {
@@ -22,44 +23,10 @@ float bits_to_float(uint32_t bits) {
 }
 float bf16_value(uint16_t h) { return bits_to_float(static_cast<uint32_t>(h) << 16); }
 
-std::vector<Isa> paths_for(Activations activations) {
-    std::vector<Isa> isas;
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16}) {
-        if (!isa_supported(isa)) continue;
-        if (activations == Activations::f32 && isa == Isa::avx512_bf16) continue;
-        isas.push_back(isa);
-    }
-    return isas;
-}
+using testing::random_floats;
+using Matrix = testing::TestWeights;
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-scale, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    return v;
-}
-
-// rows x cols weights, bf16 or fp32 pair-split, from `values`.
-struct Matrix {
-    std::vector<uint16_t> bf16;
-    std::vector<float> split;
-    WeightMatrix w;
-    Matrix(int32_t rows, int32_t cols, WeightFormat format, const std::vector<float>& values) {
-        const int32_t stride = padded_k(cols);
-        w = {nullptr, format, rows, cols, stride};
-        if (format == WeightFormat::bf16) {
-            bf16.assign(static_cast<size_t>(rows) * stride, 0);
-            for (int32_t r = 0; r < rows; ++r)
-                for (int32_t c = 0; c < cols; ++c) bf16[r * stride + c] = float_to_bf16(values[r * cols + c]);
-            w.data = bf16.data();
-        } else {
-            split.assign(static_cast<size_t>(rows) * stride, 0.0f);
-            for (int32_t r = 0; r < rows; ++r) split_pairs(&values[r * cols], cols, &split[r * stride]);
-            w.data = split.data();
-        }
-    }
-};
+std::vector<Isa> paths_for(Activations activations) { return testing::runnable_isas(activations); }
 
 std::vector<float> run(const KernelTable& table, const std::vector<float>& x, int32_t M, const WeightMatrix& w,
                        int threads = 1) {

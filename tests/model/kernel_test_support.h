@@ -1,0 +1,70 @@
+// Helpers shared by the kernel tests (kernels_test, matmul_test,
+// attention_test): which SIMD paths this CPU runs, seeded random data, and
+// weight matrices in either storage format.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "model/checkpoint_writer.h"
+#include "model/kernels/isa.h"
+#include "model/kernels/packing.h"
+
+namespace tf::model::testing {
+
+using kernels::Activations;
+using kernels::Isa;
+using kernels::WeightFormat;
+using kernels::WeightMatrix;
+
+// Every path this CPU runs.
+inline std::vector<Isa> runnable_isas() {
+    std::vector<Isa> isas;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16})
+        if (kernels::isa_supported(isa)) isas.push_back(isa);
+    return isas;
+}
+
+// The paths this CPU runs that compute with `activations`.
+inline std::vector<Isa> runnable_isas(Activations activations) {
+    std::vector<Isa> isas;
+    for (Isa isa : runnable_isas())
+        if (activations == Activations::bf16 || isa != Isa::avx512_bf16) isas.push_back(isa);
+    return isas;
+}
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+// rows x cols weights from `values` (row-major), stored bf16 or fp32
+// pair-split as the loader would.
+struct TestWeights {
+    std::vector<uint16_t> bf16;
+    std::vector<float> split;
+    WeightMatrix w;
+    TestWeights(int32_t rows, int32_t cols, WeightFormat format, const std::vector<float>& values) {
+        const int32_t stride = kernels::padded_k(cols);
+        w = {nullptr, format, rows, cols, stride};
+        if (format == WeightFormat::bf16) {
+            bf16.assign(static_cast<size_t>(rows) * stride, 0);
+            for (int32_t r = 0; r < rows; ++r)
+                for (int32_t c = 0; c < cols; ++c) bf16[r * stride + c] = float_to_bf16(values[r * cols + c]);
+            w.data = bf16.data();
+        } else {
+            split.assign(static_cast<size_t>(rows) * stride, 0.0f);
+            for (int32_t r = 0; r < rows; ++r) kernels::split_pairs(&values[r * cols], cols, &split[r * stride]);
+            w.data = split.data();
+        }
+    }
+    // Seeded values in [-0.5, 0.5].
+    TestWeights(int32_t rows, int32_t cols, WeightFormat format, uint32_t seed)
+        : TestWeights(rows, cols, format, random_floats(static_cast<size_t>(rows) * cols, seed, 0.5f)) {}
+};
+
+}  // namespace tf::model::testing
