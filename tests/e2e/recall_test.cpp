@@ -70,7 +70,8 @@ double metric(const std::string& text, const std::string& series) {
 }
 
 TEST(RecallE2e, StartupLineStatesTheRecordsStateDirectoryAndSize) {
-    // Seed: "The server's startup line and GET /v1/recall state the record's state and size."
+    // The startup line reports the record's state and size, as GET /v1/recall
+    // does (docs/recall.md, "States").
     TempDir dir;
     ServerProcess server({"--recall-dir", dir / "record"});
     ASSERT_TRUE(server.listening()) << server.output();
@@ -83,7 +84,8 @@ TEST(RecallE2e, StartupLineStatesTheRecordsStateDirectoryAndSize) {
 }
 
 TEST(RecallE2e, ARegeneratedRequestCopiesItsEarlierReply) {
-    // Seed: "A regenerated or repeated request copies its earlier reply".
+    // Asking again for the same sampled reply drafts it from the record, and
+    // the report counts the copies that landed (docs/recall.md, "GET /v1/recall").
     TempDir dir;
     ServerProcess server({"--recall-dir", dir / "record"});
     ASSERT_TRUE(server.listening()) << server.output();
@@ -108,7 +110,8 @@ TEST(RecallE2e, ARegeneratedRequestCopiesItsEarlierReply) {
     uint64_t bucket_landed = 0;
     for (const json& bucket : report["buckets"]) bucket_landed += bucket["tokens_landed"].get<uint64_t>();
     EXPECT_EQ(bucket_landed, report["tokens_landed"].get<uint64_t>());
-    // Seed: "a request sent twice adds nothing the second time" (runs of 128 or more held ids).
+    // The repeat is deduplicated (its long runs are already held), so the
+    // record barely grows (docs/recall.md, "On disk").
     EXPECT_LE(report["ids"].get<uint64_t>(), after_first["ids"].get<uint64_t>() + 2) << report;
 
     const std::string metrics = server.get("/metrics").body;
@@ -126,8 +129,8 @@ TEST(RecallE2e, ARegeneratedRequestCopiesItsEarlierReply) {
 }
 
 TEST(RecallE2e, RepliesAreTheSameTokensWithRecallOffOnAndReadOnly) {
-    // Seed: "The target model verifies every copied token, so replies are the
-    // same tokens with Recall on, off or read-only."
+    // Copies are drafts that the target model still verifies, so recall off,
+    // on or read-only never changes the reply (docs/recall.md, "Flags").
     TempDir dir;
     std::string off_reply, on_first, on_second, read_only_reply;
     {
@@ -157,9 +160,9 @@ TEST(RecallE2e, RepliesAreTheSameTokensWithRecallOffOnAndReadOnly) {
 }
 
 TEST(RecallE2e, DeleteEmptiesTheRecordAndKeepsDirectoryIdentityAndLock) {
-    // Seed: "DELETE /v1/recall deletes every chunk file and empties the record
-    // in memory, with its landing rates and counters. The directory, identity
-    // and lock stay; they hold no ids."
+    // DELETE clears the chunk files, the in-memory record, its landing rates
+    // and counters, but keeps the directory, identity file and lock, which
+    // hold no ids (docs/recall.md, "DELETE").
     TempDir dir;
     const std::string record = dir / "record";
     ServerProcess server({"--recall-dir", record});
@@ -185,8 +188,8 @@ TEST(RecallE2e, DeleteEmptiesTheRecordAndKeepsDirectoryIdentityAndLock) {
 }
 
 TEST(RecallE2e, ReadOnlyAndFollowingServersRefuseDeleteWith409) {
-    // Seed: "A server started with --recall-read-only, or reading a record
-    // another server writes, refuses DELETE with a 409."
+    // Read-only servers and followers of another server's record answer
+    // DELETE with 409 (docs/recall.md, "DELETE").
     TempDir dir;
     const std::string record = dir / "record";
     ServerProcess writer({"--recall-dir", record});
@@ -199,8 +202,8 @@ TEST(RecallE2e, ReadOnlyAndFollowingServersRefuseDeleteWith409) {
     const Response refused = follower.request("DELETE", "/v1/recall");
     EXPECT_EQ(refused.status, 409) << refused.body;
     EXPECT_EQ(json::parse(refused.body)["error"]["code"], 409);
-    // Seed: "A second server that opens a directory another server is writing
-    // reads the record as it was and adds nothing."
+    // A follower (a second server on a directory another one writes) sees the
+    // record as it stood and never adds to it (docs/recall.md, "States").
     const uint64_t ids = recall_report(follower)["ids"];
     EXPECT_GT(ids, 0u);
     reply_text(follower.post("/v1/completions",
@@ -220,9 +223,9 @@ TEST(RecallE2e, ReadOnlyAndFollowingServersRefuseDeleteWith409) {
 }
 
 TEST(RecallE2e, AChunkThatCannotBeDeletedIs500NamingItUntilALaterDeleteSucceeds) {
-    // Seed: "When a chunk file cannot be deleted the reply is a 500 that names
-    // it, and the server adds nothing to the record until a later DELETE
-    // deletes every chunk file."
+    // A chunk file that cannot be removed turns DELETE into a 500 naming it,
+    // and adds stay paused until a later DELETE clears every chunk
+    // (docs/recall.md, "DELETE").
     TempDir dir;
     const std::string record = dir / "record";
     ServerProcess server({"--recall-dir", record});
@@ -262,9 +265,9 @@ TEST(RecallE2e, AChunkThatCannotBeDeletedIs500NamingItUntilALaterDeleteSucceeds)
 }
 
 TEST(RecallE2e, TheRecordHoldsOnlyIdsInPrivateFiles) {
-    // Seed: "The record holds token ids only, never text, in chunk files of up
-    // to 1,048,576 ids (4 MiB) under one directory, made with mode 0700, each
-    // file 0600."
+    // On disk the record is ids only, no text: chunk files of at most 4 MiB
+    // in a 0700 directory, every file 0600 (docs/recall.md, "On disk" and
+    // "Privacy").
     TempDir dir;
     const std::string record = dir / "record";
     {
@@ -322,7 +325,8 @@ TEST(RecallE2e, ARestartKeepsTheRecord) {
 }
 
 TEST(RecallE2e, RecallRoutesNeedTheApiKey) {
-    // Seed: "Both need the server's API key when it has one."
+    // GET and DELETE /v1/recall are behind the API key when the server has one
+    // (docs/recall.md, "GET /v1/recall" and "DELETE").
     TempDir dir;
     ServerProcess server({"--recall-dir", dir / "record", "--api-key", "k1"});
     ASSERT_TRUE(server.listening()) << server.output();

@@ -1,5 +1,6 @@
-// "The window length is chosen from the backend's measured cost of verifying
-// M rows, so a copy is as long as it pays." (DESIGN.md 6)
+// The copy window's length follows the backend's measured cost of verifying
+// M rows: a draft grows only while its extra rows pay for themselves
+// (docs/design.md, "Drafting").
 #include <gtest/gtest.h>
 
 #include <limits>

@@ -1,11 +1,10 @@
 // The copy window's use of the offer policy, driven by scripted verdicts on
 // a real record (no model: each round's verdict is written by the test).
-// Seed, last paragraph: "A copy is offered when the record's continuation of
-// the stream's last 16 tokens or more is expected to land more tokens than
-// the stream's own drafts have lately. ... a stream whose copy landed
-// nothing leaves the record alone for four rounds. Grafted lanes ask the
-// record each round while its grafts land, and every eighth round otherwise.
-// The stream's own context is asked first, and wins ties."
+// Rules checked (docs/recall.md, "Offer policy"): a copy needs a 16+ token
+// match and must be expected to out-land the stream's recent own drafts; the
+// own context is tried first and keeps ties; a copy that lands nothing makes
+// the stream skip the record for four rounds; grafted lanes query it every
+// round while grafts land and once per eight rounds after a miss.
 #include <gtest/gtest.h>
 
 #include "engine/drafter.h"

@@ -10,7 +10,8 @@
 namespace tf::recall {
 namespace {
 
-// Seed: "kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more."
+// Match lengths fall into three buckets: 16-31, 32-63 and 64 and up
+// (docs/recall.md, "Offer policy").
 TEST(LandingBuckets, AreMatchesOf16To31And32To63And64OrMore) {
     EXPECT_EQ(bucket_of(16), MatchBucket::from16to31);
     EXPECT_EQ(bucket_of(31), MatchBucket::from16to31);
@@ -21,8 +22,9 @@ TEST(LandingBuckets, AreMatchesOf16To31And32To63And64OrMore) {
     EXPECT_STREQ(to_string(MatchBucket::from32to63), "32-63");
 }
 
-// Seed: "The expected tokens come from how the record's earlier copies landed,
-// kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more."
+// Each bucket learns its own expectation from how earlier copies with that
+// match length landed; an outcome in one bucket leaves the others untouched
+// (docs/recall.md, "Offer policy").
 TEST(OfferPolicyExpectation, ComesFromHowEarlierCopiesLandedKeptApartPerBucket) {
     OfferPolicy policy;
     EXPECT_EQ(policy.expected_landed(20), OfferPolicy::kPriorLanded);
@@ -41,22 +43,24 @@ TEST(OfferPolicyExpectation, ComesFromHowEarlierCopiesLandedKeptApartPerBucket) 
     EXPECT_EQ(s.tokens_landed, 24u);
 }
 
-// Seed: "A copy is offered when the record's continuation of the stream's last
-// 16 tokens or more is expected to land more tokens than the stream's own
-// drafts have lately."
+// A copy needs a match of at least 16 tokens and must be expected to land
+// more than the stream's own drafts have been landing recently
+// (docs/recall.md, "Offer policy").
 TEST(OfferPolicyDecision, OffersACopyExpectedToLandMoreThanTheStreamsOwnDrafts) {
     OfferPolicy policy;  // a fresh record: the optimistic prior of 8 tokens
     EXPECT_EQ(policy.decide(16, 0.0), OfferKind::copy);
     EXPECT_EQ(policy.decide(16, 7.9), OfferKind::copy);
     EXPECT_EQ(policy.decide(16, 9.0), OfferKind::none);
-    EXPECT_EQ(policy.decide(15, 0.0), OfferKind::none);  // "16 tokens or more"
+    EXPECT_EQ(policy.decide(15, 0.0), OfferKind::none);  // below the 16-token minimum
     // A copy cannot land more than it drafts.
     EXPECT_EQ(policy.decide(64, 2.0, 2), OfferKind::none);
     EXPECT_EQ(policy.decide(64, 2.0, 3), OfferKind::copy);
     EXPECT_EQ(policy.decide(64, 0.0, 0), OfferKind::none);
 }
 
-// Seed: "The stream's own context is asked first, and wins ties."
+// Own context first: on a tie the stream keeps its own drafts; the record
+// gets the round only when it is expected to land strictly more
+// (docs/recall.md, "Offer policy").
 TEST(OfferPolicyDecision, TheStreamsOwnContextWinsTies) {
     OfferPolicy policy;
     EXPECT_FALSE(policy.should_offer(40, OfferPolicy::kPriorLanded));
@@ -64,8 +68,8 @@ TEST(OfferPolicyDecision, TheStreamsOwnContextWinsTies) {
     EXPECT_TRUE(policy.should_offer(40, 5.0, 6));
 }
 
-// Seed: "A copy that misses costs its round the drafts it took the place of."
-// A miss lowers the bucket's expectation, so the streams whose own drafts
+// A missed copy wastes the own drafts it replaced in that round
+// (docs/recall.md, "Offer policy"). A miss lowers the bucket's expectation, so the streams whose own drafts
 // land well stop giving their rounds to the record first.
 TEST(OfferPolicyDecision, ACopyThatMissesCostsItsRoundTheDraftsItTookThePlaceOf) {
     OfferPolicy policy;
@@ -76,8 +80,9 @@ TEST(OfferPolicyDecision, ACopyThatMissesCostsItsRoundTheDraftsItTookThePlaceOf)
     EXPECT_TRUE(policy.should_offer(70, 7.5)) << "other buckets keep their own record";
 }
 
-// Seed: "A record whose copies keep missing stops offering them, apart from a
-// probe that comes rarer while probes miss".
+// After enough misses in a row the record stops offering copies; only
+// probes go out, spaced further apart after each probe that misses
+// (docs/recall.md, "Offer policy").
 TEST(OfferPolicyMissing, CopiesThatKeepMissingStopOffersApartFromProbesThatComeRarerWhileTheyMiss) {
     OfferPolicy policy;
     for (uint32_t i = 0; i < OfferPolicy::kMissesToStop; ++i) {
@@ -124,7 +129,8 @@ TEST(OfferPolicyMissing, ALandingCopyResetsTheMissStreak) {
     EXPECT_FALSE(policy.copies_keep_missing());
 }
 
-// Seed: "The stream's own context is asked first, and wins ties." — probes too.
+// Probes obey the tie rule too: own drafts landing as much as a fresh record
+// would still keep the round (docs/recall.md, "Offer policy").
 TEST(OfferPolicyMissing, AProbeStillLosesToOwnDraftsThatLandAsMuchAsAFreshRecord) {
     OfferPolicy policy;
     for (uint32_t i = 0; i < OfferPolicy::kMissesToStop; ++i) policy.record_outcome(40, 16, 0);
@@ -148,7 +154,8 @@ TEST(OfferPolicyReset, ForgetsLandingRatesCountersAndTheMissingSpell) {
     EXPECT_EQ(policy.expected_landed(40), OfferPolicy::kPriorLanded);
 }
 
-// Seed: "a stream whose copy landed nothing leaves the record alone for four rounds."
+// After a copy that landed no token, the stream skips the record for the
+// next four rounds (docs/recall.md, "Offer policy").
 TEST(StreamOfferStateLeaveAlone, AStreamWhoseCopyLandedNothingLeavesTheRecordAloneForFourRounds) {
     StreamOfferState stream;
     std::string asked;
@@ -170,8 +177,9 @@ TEST(StreamOfferStateOwnDrafts, TrackWhatTheStreamsOwnDraftsLandedLately) {
     EXPECT_DOUBLE_EQ(stream.own_expected_landed(), 1.5);
 }
 
-// Seed: "Grafted lanes ask the record each round while its grafts land, and
-// every eighth round otherwise."
+// Grafted lanes query the record in every round while their grafts keep
+// landing, and after a miss only once per eight rounds (docs/recall.md,
+// "Offer policy").
 TEST(StreamOfferStateGrafted, AskEachRoundWhileGraftsLandAndEveryEighthRoundOtherwise) {
     StreamOfferState stream;
     std::string asked;

@@ -32,9 +32,9 @@ struct RefusingUnlink {
     }
 };
 
-// Seed: "DELETE /v1/recall empties it." and "DELETE /v1/recall deletes every
-// chunk file and empties the record in memory, with its landing rates and
-// counters."
+// DELETE removes all chunk files and resets the in-memory record, landing
+// rates and counters included; the record keeps working afterwards
+// (docs/recall.md, "DELETE").
 TEST(RecordDelete, DeletesEveryChunkFileAndEmptiesMemoryLandingRatesAndCounters) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));
@@ -64,7 +64,8 @@ TEST(RecordDelete, DeletesEveryChunkFileAndEmptiesMemoryLandingRatesAndCounters)
     EXPECT_EQ(record->add(ids).ids_written, 3000u);
 }
 
-// Seed: "The directory, identity and lock stay; they hold no ids."
+// DELETE leaves the directory, the identity file and the lock alone (none of
+// them holds ids), and the lock stays held (docs/recall.md, "DELETE").
 TEST(RecordDelete, TheDirectoryIdentityAndLockStay) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));
@@ -78,9 +79,9 @@ TEST(RecordDelete, TheDirectoryIdentityAndLockStay) {
     EXPECT_TRUE(read_identity(dir.path()));
 }
 
-// Seed: "When a chunk file cannot be deleted the reply is a 500 that names it,
-// and the server adds nothing to the record until a later DELETE deletes
-// every chunk file."
+// A chunk file that cannot be removed makes DELETE fail with an error that
+// names the file, and adds stay refused until some later DELETE removes
+// every chunk (docs/recall.md, "DELETE" and "States").
 TEST(RecordDelete, AChunkThatCannotBeDeletedIsNamedAndPausesAddsUntilALaterDeleteDeletesEveryChunk) {
     TempDir dir;
     RefusingUnlink unlink;
@@ -118,9 +119,8 @@ TEST(RecordDelete, AChunkThatCannotBeDeletedIsNamedAndPausesAddsUntilALaterDelet
     EXPECT_EQ(record->lookup(slice(ids, 0, 50), 4).continuation, slice(ids, 50, 54));
 }
 
-// Seed: "Past --recall-gib the oldest chunk file is deleted" — and when it
-// cannot be, the same pause: "the server adds nothing to the record until a
-// later DELETE deletes every chunk file."
+// An eviction whose oldest chunk cannot be removed pauses adds the same way,
+// until a DELETE succeeds (docs/recall.md, "Sizing" and "DELETE").
 TEST(RecordDelete, AnEvictionThatCannotDeleteItsChunkPausesAddsUntilDelete) {
     TempDir dir;
     RefusingUnlink unlink;
@@ -142,8 +142,9 @@ TEST(RecordDelete, AnEvictionThatCannotDeleteItsChunkPausesAddsUntilDelete) {
     EXPECT_TRUE(record->add(distinct_ids(3, 500)).accepted);
 }
 
-// Seed: "A server started with --recall-read-only, or reading a record another
-// server writes, refuses DELETE with a 409."
+// Only the writing server may DELETE: one started read-only, or one following
+// a record that another server writes, refuses (a 409 over HTTP)
+// (docs/recall.md, "DELETE").
 TEST(RecordDelete, ReadOnlyAndFollowingServersRefuseDelete) {
     TempDir dir;
     auto writer = Record::open(testing::small_options(dir.path()));

@@ -16,11 +16,10 @@ using testing::distinct_ids;
 using testing::slice;
 using testing::TempDir;
 
-// Seed: "The record holds token ids only, never text, in chunk files of up to
-// 1,048,576 ids (4 MiB) under one directory, made with mode 0700, each file
-// 0600." and "The model's tokenizer turns those ids back into the prompts and
-// replies they came from, so treat the directory as you would those
-// conversations." — only this user can read it.
+// Token ids decode back into the conversations they came from, so the
+// record's directory (and any parent it creates) is 0700 and every file in
+// it 0600: only this user can read it (docs/recall.md, "On disk" and
+// "Privacy").
 TEST(RecordFiles, DirectoryIs0700AndEveryFileIn0600) {
     TempDir dir;
     std::string path = dir.sub("nested/record");
@@ -48,9 +47,9 @@ TEST(RecordFiles, ChunkFilesAreNamedInOrderOfAgeFromOne) {
     EXPECT_EQ(files[1].bytes, 1024u * 4);
 }
 
-// Seed: "The record holds token ids only, never text", "Recall keeps only token
-// ids", and issue 5: separator ids between appended runs, "the files then
-// still hold token ids only".
+// A chunk file stores nothing but the ids that were added, with one
+// separator id between two appended runs; no text ever reaches the disk
+// (docs/recall.md, "On disk").
 TEST(RecordFiles, ChunkFilesHoldTheAddedIdsAndSegmentSeparatorsOnly) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));
@@ -63,7 +62,8 @@ TEST(RecordFiles, ChunkFilesHoldTheAddedIdsAndSegmentSeparatorsOnly) {
     EXPECT_EQ(testing::file_size(dir.path() + "/lock"), 0u);
 }
 
-// Seed: "An empty file, lock, is held by the server that writes the record."
+// The writing server keeps an exclusive flock on the empty `lock` file and
+// lets go of it when the record closes (docs/recall.md, "On disk").
 TEST(RecordFiles, TheWriterHoldsAnExclusiveFlockOnLock) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));
@@ -73,17 +73,17 @@ TEST(RecordFiles, TheWriterHoldsAnExclusiveFlockOnLock) {
     EXPECT_EQ(other.try_lock(dir.path()), DirectoryLock::Outcome::held);
 }
 
-// Seed: "tensorfold serve MODEL --recall keeps a record of the token ids the
-// server has read and written, and drafts from it." and "A regenerated or
-// repeated request copies its earlier reply".
+// The point of the record: ids the server read and wrote come back as drafts,
+// so a prompt seen before finds the reply that followed it as the
+// continuation to copy (docs/recall.md, "Flags").
 TEST(RecordLookup, ARepeatedPromptFindsItsEarlierReplyAsTheContinuation) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));
     std::vector<uint32_t> prompt = distinct_ids(1, 400);
     std::vector<uint32_t> reply = distinct_ids(2, 150);
-    // Seed: "Each request adds the part of its prompt that no earlier request
-    // read, from where the prompt cache resumed it, and its reply when the
-    // reply ends" — one run, so the prompt's end continues into the reply.
+    // A request adds its not-yet-seen prompt and, once finished, its reply as
+    // a single run, so the prompt's last ids lead straight into the reply
+    // (docs/recall.md, "On disk").
     AddResult added = record->add(concat({prompt, reply}));
     EXPECT_TRUE(added.accepted);
     EXPECT_EQ(added.ids_written, 550u);
@@ -92,8 +92,9 @@ TEST(RecordLookup, ARepeatedPromptFindsItsEarlierReplyAsTheContinuation) {
     EXPECT_EQ(match.continuation, slice(reply, 0, 32));
 }
 
-// Seed: "Runs of 128 or more ids the record already holds are not added again,
-// so a request sent twice adds nothing the second time."
+// Dedupe: a stretch of at least 128 ids that is already in the record is
+// skipped, so repeating a request writes nothing new (docs/recall.md,
+// "On disk").
 TEST(RecordDedupe, ARepeated10kIdRequestAddsNothingTheSecondTime) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path(), 4096, 8));
@@ -109,15 +110,16 @@ TEST(RecordDedupe, ARepeated10kIdRequestAddsNothingTheSecondTime) {
     EXPECT_EQ(testing::read_all_chunks(dir.path()), on_disk);
 }
 
-// Seed: "--recall-gib GIB | The record's disk, 1/16 GiB (64 MiB) by default;
-// the oldest ids go first past it."
+// Without --recall-gib the record may use 64 MiB of disk (1/16 GiB), which
+// is sixteen full chunk files (docs/recall.md, "Flags" and "Sizing").
 TEST(RecordEviction, TheDefaultCapacityIs64MiBOfChunkFiles) {
     EXPECT_EQ(RecordOptions{}.capacity_bytes, uint64_t{64} << 20);
     EXPECT_EQ(RecordOptions{}.capacity_bytes / (uint64_t{4} * kChunkIds), 16u);
 }
 
-// Seed: "Past --recall-gib the oldest chunk file is deleted." With real
-// 1,048,576-id chunks and a record of two chunks, 3M ids leave the newest two.
+// Eviction: when the chunk files outgrow the capacity, the oldest file is
+// removed first. With full-size chunks and room for two, 3M ids leave only
+// the newest two (docs/recall.md, "Sizing").
 TEST(RecordEviction, PastTheCapacityTheOldestChunkFileIsDeletedWithRealChunks) {
     TempDir dir;
     RecordOptions options = testing::small_options(dir.path(), kChunkIds, 2);
@@ -133,7 +135,7 @@ TEST(RecordEviction, PastTheCapacityTheOldestChunkFileIsDeletedWithRealChunks) {
     ASSERT_EQ(files.size(), 2u);
     EXPECT_EQ(files[0].sequence, 2u);
     EXPECT_EQ(files[1].sequence, 3u);
-    EXPECT_EQ(files[0].bytes, uint64_t{4} << 20);  // "up to 1,048,576 ids (4 MiB)"
+    EXPECT_EQ(files[0].bytes, uint64_t{4} << 20);  // a full chunk: 2^20 ids of 4 bytes
     RecordStats stats = record->stats();
     EXPECT_EQ(stats.chunks, 2u);
     EXPECT_EQ(stats.chunks_evicted, 1u);
@@ -172,9 +174,9 @@ TEST(RecordEviction, AReopenWithASmallerCapacityDeletesTheOldestChunks) {
     EXPECT_EQ(record->stats().chunks, 2u);
 }
 
-// Seed: "In memory each chunk takes 8 MiB from its first id, so even a short
-// record takes 8 MiB, plus a key table fixed by --recall-gib (8 MiB at the
-// default 64 MiB)."
+// Memory: a chunk costs its full 8 MiB as soon as it holds one id, so even a
+// tiny record costs 8 MiB, on top of a key table whose size depends only on
+// the capacity (8 MiB for the default) (docs/recall.md, "Sizing").
 TEST(RecordMemory, EachChunkTakes8MiBFromItsFirstIdPlusAKeyTableOf8MiBAtTheDefault) {
     TempDir dir;
     RecordOptions options = testing::small_options(dir.path(), kChunkIds, 16);
@@ -212,8 +214,9 @@ TEST(RecordMemory, TheKeyTableIsFixedByTheCapacity) {
     EXPECT_EQ(record->stats().memory_bytes, uint64_t{64} << 20);
 }
 
-// Seed: "While the disk has under 4 GiB free the server stops adding to the
-// record, and serving goes on."
+// Free-space pause: with less than 4 GiB free, adds are refused while
+// lookups keep working, and adds resume once space is back (docs/recall.md,
+// "Sizing" and "States").
 TEST(RecordDiskPause, UnderFourGiBFreeAddsStopLookupsGoOnAndAddsResumeWhenSpaceReturns) {
     TempDir dir;
     auto free_bytes = std::make_shared<uint64_t>(uint64_t{5} << 30);
@@ -255,7 +258,8 @@ TEST(RecordDiskPause, TheRealProbeMeasuresTheRecordsFileSystem) {
     EXPECT_FALSE(FsOps::real().free_bytes(dir.sub("missing/deeper")));
 }
 
-// Seed: "--recall-read-only | Draft from the record and add nothing to it."
+// --recall-read-only: lookups still draft from the record, but nothing is
+// ever written to it (docs/recall.md, "Flags").
 TEST(RecordReadOnly, DraftsFromTheRecordAndAddsNothing) {
     TempDir dir;
     std::vector<uint32_t> ids = distinct_ids(1, 300);
@@ -270,8 +274,9 @@ TEST(RecordReadOnly, DraftsFromTheRecordAndAddsNothing) {
     EXPECT_EQ(testing::read_all_chunks(dir.path()), on_disk);
 }
 
-// Seed: "Run release gates and speed comparisons with Recall off, or with
-// --recall-read-only on an empty record, and say which."
+// Benchmarks are meant to run with recall off or read-only on an empty
+// record, so a read-only record on a directory that does not exist must be
+// empty and create nothing (docs/recall.md, "Flags").
 TEST(RecordReadOnly, OnAMissingDirectoryIsAnEmptyRecordThatCreatesNothing) {
     TempDir dir;
     RecordOptions options = testing::small_options(dir.sub("never-made"));
@@ -282,7 +287,8 @@ TEST(RecordReadOnly, OnAMissingDirectoryIsAnEmptyRecordThatCreatesNothing) {
     EXPECT_FALSE(testing::exists(dir.sub("never-made")));
 }
 
-// Issue 5: "reopen after restart restores lookups".
+// The record survives a restart: reopening the directory restores lookups,
+// dedupe and appends (docs/recall.md, "On disk").
 TEST(RecordRestart, AReopenedRecordFindsWhatTheLastServerAdded) {
     TempDir dir;
     std::vector<uint32_t> a = distinct_ids(1, 2000);
@@ -307,7 +313,8 @@ TEST(RecordRestart, AReopenedRecordFindsWhatTheLastServerAdded) {
     EXPECT_EQ(record->lookup(slice(c, 0, 40), 4).continuation, slice(c, 40, 44));
 }
 
-// Seed: "Deleting the directory while no server uses it removes everything."
+// Removing the whole directory while no server has it open is a full reset:
+// the next open starts from an empty record (docs/recall.md, "DELETE").
 TEST(RecordRestart, DeletingTheDirectoryWhileNoServerUsesItRemovesEverything) {
     TempDir dir;
     std::string path = dir.sub("record");
@@ -320,10 +327,9 @@ TEST(RecordRestart, DeletingTheDirectoryWhileNoServerUsesItRemovesEverything) {
     EXPECT_EQ(record->lookup(slice(ids, 0, 50), 4).length, 0u);
 }
 
-// Seed: "GET /v1/recall reports the record: its state, size on disk and in
-// memory, how many copies it offered and how many of their tokens landed."
-// and "The server's startup line and GET /v1/recall state the record's state
-// and size."
+// What the report is built from: the state, bytes on disk and in memory,
+// the copies offered and how many of their tokens landed (docs/recall.md,
+// "GET /v1/recall" and "States").
 TEST(RecordStatsReport, ReportsStateSizesOnDiskAndInMemoryCopiesOfferedAndTokensLanded) {
     TempDir dir;
     auto record = Record::open(testing::small_options(dir.path()));
@@ -371,9 +377,9 @@ TEST(RecordThreads, LookupsRunWhileAWriterAdds) {
     EXPECT_EQ(record->stats().lookups, record->stats().lookup_hits);
 }
 
-// Seed: "Nothing in the record leaves the machine: no request, reply or route
-// sends it anywhere." recall/ reads and writes local files only: none of its
-// sources may use sockets, HTTP or actors (those live in http/ and actors/).
+// The record's contents never leave the machine (docs/recall.md, "Privacy").
+// recall/ reads and writes local files only: none of its sources may use
+// sockets, HTTP or actors (those live in http/ and actors/).
 TEST(RecordStaysLocal, NoRecallSourceUsesTheNetwork) {
     const std::string recall_dir = std::string(TF_SOURCE_DIR_FOR_TESTS) + "/recall";
     size_t sources = 0;
