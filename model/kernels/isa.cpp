@@ -48,6 +48,8 @@ bool instruction_runs() {
     return runs;
 }
 
+constexpr const char* kBf16Only = "activations f32: the avx512-bf16 path computes with bf16 activations only";
+
 bool avx512_base() {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
@@ -122,9 +124,7 @@ Activations parse_activations(const std::string& text, Isa isa) {
     if (text.empty() || text == "auto") return default_activations(isa);
     if (text == "bf16") return Activations::bf16;
     if (text == "f32") {
-        if (isa == Isa::avx512_bf16) {
-            throw std::invalid_argument("activations f32: the avx512-bf16 path computes with bf16 activations only");
-        }
+        if (isa == Isa::avx512_bf16) throw std::invalid_argument(kBf16Only);
         return Activations::f32;
     }
     throw std::invalid_argument("activations \"" + text + "\" are not one of auto, f32, bf16");
@@ -139,9 +139,7 @@ const KernelTable& kernel_table(Isa isa, Activations activations) {
         case Isa::avx2: return bf16 ? avx2::table_bf16 : avx2::table;
         case Isa::avx512: return bf16 ? avx512::table_bf16 : avx512::table;
         case Isa::avx512_bf16:
-            if (!bf16) {
-                throw std::invalid_argument("activations f32: the avx512-bf16 path computes with bf16 activations only");
-            }
+            if (!bf16) throw std::invalid_argument(kBf16Only);
             return avx512_bf16::table_bf16;
     }
     return scalar::table;

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/kernels/packing.h"
+
 namespace tf::model::kernels {
 
 enum class Isa { scalar, avx2, avx512, avx512_bf16 };
@@ -97,7 +99,7 @@ struct KernelTable {
 
     // Bytes of one packed activation row of k inputs.
     size_t row_bytes(int32_t k) const {
-        return static_cast<size_t>((k + 31) / 32 * 32) * (activations == Activations::f32 ? 4 : 2);
+        return static_cast<size_t>(padded_k(k)) * (activations == Activations::f32 ? 4 : 2);
     }
 };
 
