@@ -58,8 +58,9 @@ supervisor_actor::behavior_type supervisor(supervisor_actor::stateful_pointer<Su
             return report;
         },
         [self](tick_atom) {
-            // Seed: "While the disk has under 4 GiB free the server stops adding
-            // to the record, and serving goes on."
+            // Periodic free-space probe: below the 4 GiB floor the record
+            // pauses its adds (and resumes once space returns) while requests
+            // keep being served (docs/recall.md, "States").
             self->state.record->refresh_disk_state();
             self->delayed_send(self, self->state.interval, tick_atom::value);
         },

@@ -101,7 +101,7 @@ CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
 
 // Fills what the flags imply. Returns an error message, or empty.
 std::string finish_serve(ServerConfig& c, const ServeFlags& f, const std::string& executable) {
-    // Seed: --recall-dir, --recall-gib and --recall-read-only each "Implies --recall".
+    // Any of --recall-dir, --recall-gib, --recall-read-only switches Recall on by itself (docs/recall.md, "Flags").
     c.recall.enabled = f.recall || f.recall_dir->count() > 0 || f.recall_gib->count() > 0 || c.recall.read_only;
     c.recall.gib = std::strtod(f.recall_gib_text.c_str(), nullptr);
     if (f.recall_dir->count() > 0 && c.recall.dir.empty()) return "--recall-dir: must not be empty";

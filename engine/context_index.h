@@ -2,8 +2,8 @@
 // earlier occurrence of a stream's last tokens in that stream's own prompt
 // and reply, and offers what followed it as a draft.
 //
-// Seed: "The stream's own context is asked first, and wins ties."
-// DESIGN.md 6: "The copy window first matches the stream's own context".
+// The copy window consults this index before the record, and on equal
+// expectations the own-context draft is kept (docs/recall.md, "Offer policy").
 //
 // One per stream; not thread-safe (a stream is driven by one thread).
 #pragma once

@@ -3,10 +3,9 @@
 // record copy is expected to land more, from the record. The draft is as
 // long as it pays under the backend's cost curve.
 //
-// Seed: "A copy is offered when the record's continuation of the stream's
-// last 16 tokens or more is expected to land more tokens than the stream's
-// own drafts have lately." ... "The stream's own context is asked first,
-// and wins ties."
+// A record copy needs a match of at least 16 tokens and must be expected to
+// land strictly more than the stream's recent own drafts; the own context is
+// consulted first and keeps the draft on a tie (docs/recall.md, "Offer policy").
 //
 // The record-wide policy lives in recall::Record::offers() (thread-safe);
 // each stream carries its own recall::StreamOfferState.
@@ -47,10 +46,10 @@ public:
     static void stream_outcome(Stream& stream);
 
     // Grafted lanes: the record's continuation as a second branch of the
-    // round, verified beside the own-context draft. Seed: "Grafted lanes ask
-    // the record each round while its grafts land, and every eighth round
-    // otherwise." Empty when the stream does not ask this round or the
-    // record has no match; `asked` says whether it asked.
+    // round, verified beside the own-context draft. A grafted lane consults the
+    // record every round while its grafts are landing, else only every eighth
+    // round (docs/recall.md, "Offer policy"). Empty when the stream does not
+    // ask this round or the record has no match; `asked` says whether it asked.
     Draft graft_draft(Stream& stream, int32_t room, bool* asked) const;
     static void record_outcome(recall::Record& record, const Draft& draft, int32_t landed_drafts);
 

@@ -3,11 +3,11 @@
 // reading that part again. The longest cached prefix of a new prompt is its
 // *resume point*.
 //
-// Seed: "Recall is not the prompt cache ... Those keep the model's state
-// after a prompt so a later request can skip reading it again." And: "Each
-// request adds the part of its prompt that no earlier request read, from
-// where the prompt cache resumed it" — so the resume point reported here is
-// also where a request's contribution to the record starts.
+// This is separate from Recall: the cache saves model state so a repeated
+// prompt prefix need not be read again, whereas the record only holds ids.
+// The two meet at one point: a request's contribution to the record begins at
+// the resume point reported here (docs/recall.md, introduction and "On disk",
+// what gets added).
 //
 // Pure bookkeeping: it never calls the backend. The engine copies a hit's
 // KV with Backend::copy_prefix and closes the streams this class evicts.

@@ -76,9 +76,9 @@ public:
     // tokens, checks the stops, and keeps the KV length the lane kept.
     void apply(const Verdict& verdict, StreamUpdate& update);
 
-    // What this request adds to the record when it ends. Seed: "Each request
-    // adds the part of its prompt that no earlier request read, from where
-    // the prompt cache resumed it, and its reply when the reply ends." As one
+    // What this request adds to the record when it ends: its prompt from the
+    // prompt cache's resume point on, then its reply (docs/recall.md, "On disk",
+    // what gets added). As one
     // run, so a later request ending like this prompt finds this reply after
     // it. A stream that ended before reading its whole prompt adds what it read.
     std::vector<uint32_t> record_ids() const;

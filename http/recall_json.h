@@ -1,7 +1,8 @@
 // The answers of GET and DELETE /v1/recall, from the record's stats.
 //
-// Seed: "GET /v1/recall reports the record: its state, size on disk and in
-// memory, how many copies it offered and how many of their tokens landed."
+// The GET report carries the record's state, its disk and memory footprint,
+// and the copy counters (offered, drafted, landed) (docs/recall.md,
+// "GET /v1/recall"; the DELETE reply in "DELETE").
 // Pure functions; thread-safe.
 #pragma once
 

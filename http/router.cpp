@@ -105,8 +105,8 @@ void Router::get_recall(const std::shared_ptr<Responder>& responder) {
 void Router::delete_recall(const std::shared_ptr<Responder>& responder) {
     const recall::EraseResult result = service_.delete_recall();
     if (!result.ok()) throw erase_error(result);
-    // Seed: "DELETE /v1/recall deletes every chunk file and empties the
-    // record in memory, with its landing rates and counters."
+    // Success: the chunk files are gone and memory, landing statistics and
+    // counters were reset; the reply embeds the fresh report (docs/recall.md, "DELETE").
     const nlohmann::ordered_json body = {{"object", "recall.deleted"},
                                          {"deleted", true},
                                          {"message", result.message},

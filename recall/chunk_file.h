@@ -1,8 +1,8 @@
 // Chunk files: the record's token ids on disk.
 //
-// Seed: "The record holds token ids only, never text, in chunk files of up to
-// 1,048,576 ids (4 MiB) under one directory, made with mode 0700, each file
-// 0600."
+// Only ids are stored, no text: each chunk file holds at most 2^20 ids
+// (4 MiB), all chunk files live in one directory created 0700, and every file
+// is created 0600 (docs/recall.md, "On disk" and "Privacy").
 //
 // A chunk file is a flat array of uint32 little-endian ids, nothing else: no
 // header, no text. Its name is chunk-<12-digit sequence number>.ids; the
@@ -39,7 +39,7 @@ namespace tf::recall {
 static_assert(std::endian::native == std::endian::little,
               "chunk files are little-endian uint32 arrays written and read without conversion");
 
-// Seed: "chunk files of up to 1,048,576 ids (4 MiB)". Equal to
+// Capacity of one chunk file: 2^20 ids, 4 MiB (docs/recall.md, "On disk"). Equal to
 // config::kRecallChunkIds (checked by tests/recall; recall/ depends on nothing).
 inline constexpr uint32_t kChunkIds = 1u << 20;
 inline constexpr uint32_t kSeparator = 0xFFFFFFFFu;

@@ -1,7 +1,8 @@
 // Dedupe: which parts of an incoming run of ids the record adds.
 //
-// Seed: "Runs of 128 or more ids the record already holds are not added again,
-// so a request sent twice adds nothing the second time."
+// Stretches of at least 128 ids that are already in the record are skipped,
+// which is why repeating a request adds (almost) nothing the second time
+// (docs/recall.md, "On disk", what gets added).
 //
 // The rule, precisely. For one run r of ids (a request's new prompt part
 // followed by its reply):

@@ -1,9 +1,9 @@
 // DirectoryLock: the record's `lock` file, held with an exclusive flock(2) by
 // the one server that writes the record.
 //
-// Seed: "An empty file, lock, is held by the server that writes the record."
-// Seed: "A second server that opens a directory another server is writing reads
-// the record as it was and adds nothing."
+// Only the holder of this empty file may add to the record; a server that
+// finds it already held loads the record as it stands at start-up and never
+// writes to it (docs/recall.md, "On disk" and "States", `following`).
 //
 // flock locks belong to an open file description: a second open of the same
 // file (another DirectoryLock in this process, or another process) cannot take

@@ -1,11 +1,9 @@
 // The record's identity file: which tokenizer wrote the record.
 //
-// Seed: "Beside them a short text file, identity, names the tokenizer that wrote
-// the record: a digest of its vocabulary, merges and added tokens, its
-// vocabulary size, and the model the server first served."
-// Seed: "Models whose tokenizers have the same identity share one record, and a
-// server whose tokenizer differs refuses to start on that directory and says
-// which tokenizer wrote it."
+// It records a digest over the vocabulary, merges and added tokens, the
+// vocabulary size, and the model served when the record was created. Servers
+// whose tokenizers match share the record; a mismatching one exits at start-up
+// and the error names the tokenizer found in the file (docs/recall.md, "On disk").
 //
 // The file is short UTF-8 text, one `key value` per line:
 //

@@ -112,8 +112,8 @@ void Index::begin_chunk(uint64_t sequence) {
     }
     auto chunk = std::make_unique<Chunk>();
     chunk->sequence = sequence;
-    // Seed: "In memory each chunk takes 8 MiB from its first id": both arrays
-    // are allocated whole, now; pages fill as ids arrive.
+    // A chunk costs its full 8 MiB from the moment it is opened (docs/recall.md,
+    // "Sizing"): both arrays are allocated whole, now; pages fill as ids arrive.
     chunk->ids = std::make_unique_for_overwrite<uint32_t[]>(chunk_ids_);
     chunk->links = std::make_unique_for_overwrite<uint32_t[]>(chunk_ids_);
     slots_.push_back(std::move(chunk));

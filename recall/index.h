@@ -1,9 +1,9 @@
 // Index: the record's ids in memory, the key table and the hash chains that
 // find earlier occurrences of a stream's last ids.
 //
-// Seed: "In memory each chunk takes 8 MiB from its first id, so even a short
-// record takes 8 MiB, plus a key table fixed by --recall-gib (8 MiB at the
-// default 64 MiB)."
+// Memory cost: a chunk allocates its full 8 MiB as soon as it receives one
+// id, however few it ends up holding, and on top comes one key table whose
+// size depends only on --recall-gib (docs/recall.md, "Sizing").
 //
 // Layout.
 //  - Every id has a global position g = (chunk sequence << log2(chunk_ids)) +

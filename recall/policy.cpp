@@ -117,8 +117,8 @@ void StreamOfferState::start_round() {
 }
 
 void StreamOfferState::record_copy_outcome(uint32_t landed) {
-    // Seed: "a stream whose copy landed nothing leaves the record alone for
-    // four rounds" — the four rounds after this one.
+    // A copy that landed nothing keeps this stream away from the record for
+    // the next four rounds, not counting this one (docs/recall.md, "Offer policy").
     if (landed == 0) rounds_to_leave_alone_ = kLeaveAloneRounds;
 }
 

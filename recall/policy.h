@@ -1,16 +1,20 @@
 // Landing statistics and the offer policy: when a stream is offered a copy of
 // the record's continuation instead of its own drafts.
 //
-// Seed: "A copy is offered when the record's continuation of the stream's last
-// 16 tokens or more is expected to land more tokens than the stream's own
-// drafts have lately. The expected tokens come from how the record's earlier
-// copies landed, kept apart for matches of 16 to 31 tokens, 32 to 63, and 64
-// or more. A copy that misses costs its round the drafts it took the place of.
-// A record whose copies keep missing stops offering them, apart from a probe
-// that comes rarer while probes miss, and a stream whose copy landed nothing
-// leaves the record alone for four rounds. Grafted lanes ask the record each
-// round while its grafts land, and every eighth round otherwise. The stream's
-// own context is asked first, and wins ties."
+// The rules kept here (docs/recall.md, "Offer policy"):
+//  - the record needs a match of at least 16 tokens, and its copy replaces the
+//    own-context draft only when it is expected to land strictly more tokens
+//    than the stream's own drafts have recently, so the own context, consulted
+//    first, keeps ties;
+//  - that expectation is learnt from past copies, separately for the match
+//    lengths 16-31, 32-63 and 64+;
+//  - a failed copy is paid for with the own drafts it displaced that round;
+//  - after a run of copies that land nothing the record is distrusted and
+//    only offers occasional trial copies, spaced further apart while they keep
+//    failing; a stream whose copy landed nothing skips the record for its
+//    next four rounds;
+//  - a grafted lane consults the record every round while its grafts are
+//    landing and only every eighth round when they are not.
 //
 // Two small pure classes, deterministic (no clocks, no randomness):
 //  - OfferPolicy, one per record: per match-length bucket, how copies landed
@@ -35,7 +39,7 @@
 
 namespace tf::recall {
 
-// Seed: "kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more".
+// Landing statistics are tracked per match-length band (docs/recall.md, "Offer policy").
 enum class MatchBucket { from16to31 = 0, from32to63 = 1, from64 = 2 };
 inline constexpr size_t kMatchBuckets = 3;
 // The bucket of a match of `match_length` >= 16 ids.
@@ -107,7 +111,8 @@ class OfferPolicy {
     double expected_landed(uint32_t match_length) const;
     bool copies_keep_missing() const { return keep_missing_; }
     LandingSnapshot snapshot() const;
-    // Seed: DELETE empties the record "with its landing rates and counters".
+    // Forgets all landing statistics and the distrust state, as a DELETE
+    // requires (docs/recall.md, "DELETE").
     void reset();
 
    private:

@@ -19,8 +19,9 @@ namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// Creates `path` and any missing parent with mode 0700. Seed: "under one
-// directory, made with mode 0700". An existing directory keeps its mode.
+// Creates `path` and any missing parent with mode 0700, so only the server's
+// user can enter the record (docs/recall.md, "Privacy"). An existing
+// directory keeps its mode.
 void make_directories(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) {
@@ -76,8 +77,8 @@ void validate_options(const RecordOptions& options) {
 
 std::string Record::default_directory(const TokenizerIdentity& tokenizer, const std::string& home) {
     if (home.empty()) throw RecallError("recall: $HOME is not set; pass --recall-dir");
-    // Seed: "Without it the record lives in ~/.cache/tensorfold/recall, in a
-    // directory named by the tokenizer."
+    // With no --recall-dir, the record goes under the user's cache directory,
+    // in a subdirectory keyed by the tokenizer digest (docs/recall.md, "Flags").
     return home + "/.cache/tensorfold/recall/tokenizer-" + tokenizer.digest_hex.substr(0, 16);
 }
 
@@ -155,8 +156,9 @@ void Record::load_chunks(bool writer) {
             options_.fs.unlink(file.path);
         }
     }
-    // Seed: "Past --recall-gib the oldest chunk file is deleted" — also when
-    // --recall-gib shrank since the record was written. Readers load the
+    // The writer deletes oldest chunk files until the record fits the budget,
+    // which matters when --recall-gib shrank since the record was written
+    // (docs/recall.md, "Sizing"). Readers load the
     // newest chunks that fit and delete nothing.
     size_t first = nonempty.size() > max_chunks_ ? nonempty.size() - max_chunks_ : 0;
     for (size_t i = 0; writer && i < first; ++i) {
@@ -199,8 +201,8 @@ void Record::probe_free_space_locked() {
         last_error_ = "cannot measure the free space of " + dir_ + ": " + errno_text(errno);
         return;  // unknown is not full: keep the state
     }
-    // Seed: "While the disk has under 4 GiB free the server stops adding to the
-    // record, and serving goes on."
+    // Under the free-space floor (4 GiB by default) adds pause; serving is not
+    // affected (docs/recall.md, "States", `paused-disk`).
     state_ = *free_bytes < options_.min_free_bytes ? RecallState::paused_disk : RecallState::writing;
 }
 
@@ -213,14 +215,14 @@ RecallState Record::refresh_disk_state() {
 bool Record::start_chunk_locked(AddResult* result) {
     appender_.close();
     if (index_.chunk_count() >= max_chunks_) {
-        // Seed: "Past --recall-gib the oldest chunk file is deleted." The file
+        // Full budget: evict the oldest chunk (docs/recall.md, "Sizing"). The file
         // goes first, then its ids leave the index.
         const std::string path = chunk_path(index_.oldest_sequence());
         if (options_.fs.unlink(path) != 0 && errno != ENOENT) {
             last_error_ = "cannot delete " + path + ": " + errno_text(errno);
             result->error = last_error_;
-            // Seed: "the server adds nothing to the record until a later DELETE
-            // deletes every chunk file."
+            // A chunk that will not go blocks all further adds until a DELETE
+            // succeeds in removing every chunk file (docs/recall.md, "States").
             state_ = RecallState::paused_delete;
             return false;
         }
@@ -312,8 +314,8 @@ Match Record::lookup(std::span<const uint32_t> context_tail, uint32_t max_len) c
 EraseResult Record::erase_all() {
     std::unique_lock lock(mutex_);
     EraseResult result;
-    // Seed: "A server started with --recall-read-only, or reading a record
-    // another server writes, refuses DELETE with a 409."
+    // Only the writing server may delete; read-only and following servers
+    // get a refusal, which the route turns into 409 (docs/recall.md, "DELETE").
     if (!owns_record(state_)) {
         result.outcome = EraseResult::Outcome::refused;
         result.message = state_ == RecallState::read_only
@@ -322,9 +324,9 @@ EraseResult Record::erase_all() {
         return result;
     }
     appender_.close();
-    // Seed: "DELETE /v1/recall deletes every chunk file and empties the record
-    // in memory, with its landing rates and counters. The directory, identity
-    // and lock stay; they hold no ids."
+    // Remove all chunk files, then clear the in-memory index, the landing
+    // statistics and every counter. `identity` and `lock` are kept: neither
+    // contains token ids (docs/recall.md, "DELETE").
     std::vector<std::string> failures;
     try {
         for (const ChunkFileInfo& file : list_chunk_files(dir_)) {
@@ -343,9 +345,9 @@ EraseResult Record::erase_all() {
     lookups_ = 0;
     lookup_hits_ = 0;
     if (!failures.empty()) {
-        // Seed: "When a chunk file cannot be deleted the reply is a 500 that
-        // names it, and the server adds nothing to the record until a later
-        // DELETE deletes every chunk file."
+        // Partial failure: report the first file left behind (the route answers
+        // 500 with its name) and stop adding until a later DELETE clears every
+        // chunk file (docs/recall.md, "DELETE" and "States").
         result.outcome = EraseResult::Outcome::failed;
         result.failed_file = failures.front();
         if (failures.size() > 1) result.message += " (and " + std::to_string(failures.size() - 1) + " more chunk files)";

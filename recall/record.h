@@ -1,10 +1,10 @@
 // Record: the recall record of one server. The facade over the directory,
 // its identity and lock, the chunk files, the index and the offer policy.
 //
-// Seed: "tensorfold serve MODEL --recall keeps a record of the token ids the
-// server has read and written, and drafts from it."
+// The record collects the token ids of prompts and replies this server handled
+// and lets streams draft copies from them (docs/recall.md, introduction).
 //
-// On disk (DESIGN.md section 5), in one directory (mode 0700):
+// On disk (docs/recall.md, "On disk"), in one directory (mode 0700):
 //   chunk-000000000001.ids ...  up to 1,048,576 uint32 little-endian ids each
 //                               (4 MiB, mode 0600); order of names = age
 //   identity                    the tokenizer that wrote the record (identity.h)

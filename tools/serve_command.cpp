@@ -89,9 +89,9 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
 
     const std::vector<std::string> arch = architectures(config.model_dir);
     for (const std::string& name : arch) {
-        // Seed: "Flash Next's replay engine copies from its own history on the
-        // GPU and reads no record, so a Flash Next server refuses --recall
-        // before it loads."
+        // Flash Next has its own GPU replay drafting and never consults the
+        // record; reject Recall flags now, before any weights load
+        // (docs/recall.md, "Flags").
         if (name == "FlashNextForCausalLM" && config.recall.enabled) {
             throw ServeError(config.model_dir + " is a Flash Next model (config.json architectures: " + name +
                              "): Flash Next's replay engine copies from its own history on the GPU and reads no "
@@ -137,8 +137,8 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
 
     const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get());
     const int threads = cpu ? cpu->threads() : config.threads;
-    // Seed: "The server's startup line and GET /v1/recall state the record's
-    // state and size."
+    // The startup line ends with the record's state and size, matching what
+    // GET /v1/recall reports (docs/recall.md, "Flags" and "GET /v1/recall").
     // The weights need no repacking on any CPU path (the bf16 checkpoint
     // layout is what both the FMA and the VDPBF16PS kernels read), so the
     // load time is the mapping plus the conversion of non-bf16 tensors.

@@ -1,7 +1,7 @@
 // Deterministic replay of the actor system under CAF's test scheduler: the
 // same requests, disk readings and unlink outcomes, delivered in the same
 // order, give the same replies, record contents and counters. Each scenario
-// below also checks its own rule of the seed.
+// below also checks one rule of docs/recall.md.
 #include <gtest/gtest.h>
 
 #include <caf/scheduler/test_coordinator.hpp>
@@ -196,9 +196,9 @@ std::pair<std::vector<std::string>, std::string> scenario() {
         run.sched().run();
         run.stats();
 
-        // Seed: "When a chunk file cannot be deleted the reply is a 500 that
-        // names it, and the server adds nothing to the record until a later
-        // DELETE deletes every chunk file."
+        // A DELETE that cannot unlink a chunk fails naming the file, and adds
+        // stay paused until a later DELETE succeeds (docs/recall.md, "DELETE"
+        // and "States", `paused-delete`).
         run.start("d", request(4));
         run.sched().run();
         world.unlink_fails = true;
@@ -217,8 +217,8 @@ std::pair<std::vector<std::string>, std::string> scenario() {
         run.sched().run();
         EXPECT_GT(run.stats().ids, 0u) << "adds resume after a DELETE deletes every chunk";
 
-        // Seed: "While the disk has under 4 GiB free the server stops adding to
-        // the record, and serving goes on."
+        // Low free space pauses adds but requests still complete, and adds
+        // resume once space is back (docs/recall.md, "States", `paused-disk`).
         world.free_bytes = uint64_t{1} << 30;
         run.disk_check();
         const uint64_t ids_low_disk = run.stats().ids;
@@ -242,8 +242,8 @@ std::pair<std::vector<std::string>, std::string> scenario() {
         EXPECT_EQ(run.finished("cancelled"), engine::FinishReason::cancelled);
         EXPECT_EQ(run.metrics().requests_running, 0) << "its KV is freed";
 
-        // Seed: "A server started with --recall-read-only, or reading a record
-        // another server writes, refuses DELETE with a 409."
+        // A following or read-only server is refused when it tries to delete
+        // (docs/recall.md, "DELETE").
         {
             Run follower(dir.path(), world);
             EXPECT_EQ(follower.stats().state, recall::RecallState::following);

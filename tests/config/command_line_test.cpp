@@ -44,7 +44,7 @@ TEST(ServeDefaults, AreThoseTheHelpPromises) {
 }
 
 TEST(ServeDefaults, RecallIsOffUnlessAFlagTurnsItOn) {
-    // Seed: "Recall is off unless a flag turns it on."
+    // With no Recall flag the server starts with Recall disabled (docs/recall.md, "Flags").
     ServerConfig c = serve({});
     EXPECT_FALSE(c.recall.enabled);
     EXPECT_FALSE(c.recall.read_only);
@@ -52,7 +52,7 @@ TEST(ServeDefaults, RecallIsOffUnlessAFlagTurnsItOn) {
 }
 
 TEST(ServeDefaults, RecallDiskIsOneSixteenthGib) {
-    // Seed: "The record's disk, 1/16 GiB (64 MiB) by default".
+    // Default disk budget: 0.0625 GiB, i.e. 64 MiB (docs/recall.md, "Flags" and "Sizing").
     ServerConfig c = serve({"--recall"});
     EXPECT_TRUE(c.recall.enabled);
     EXPECT_DOUBLE_EQ(c.recall.gib, 0.0625);
@@ -66,7 +66,7 @@ TEST(ServeDefaults, ModelIsTheEmbeddedTinycode) {
 }
 
 TEST(RecallFlags, RecallDirImpliesRecall) {
-    // Seed: "--recall-dir DIR | The record's own directory. ... Implies --recall."
+    // Naming a directory is enough to switch Recall on (docs/recall.md, "Flags").
     ServerConfig c = serve({"--recall-dir", "/tmp/some-record"});
     EXPECT_TRUE(c.recall.enabled);
     EXPECT_FALSE(c.recall.read_only);
@@ -74,7 +74,7 @@ TEST(RecallFlags, RecallDirImpliesRecall) {
 }
 
 TEST(RecallFlags, RecallGibImpliesRecall) {
-    // Seed: "--recall-gib GIB | ... Implies --recall."
+    // Setting a budget is enough to switch Recall on (docs/recall.md, "Flags").
     ServerConfig c = serve({"--recall-gib", "2"});
     EXPECT_TRUE(c.recall.enabled);
     EXPECT_DOUBLE_EQ(c.recall.gib, 2.0);
@@ -82,7 +82,7 @@ TEST(RecallFlags, RecallGibImpliesRecall) {
 }
 
 TEST(RecallFlags, RecallReadOnlyImpliesRecall) {
-    // Seed: "--recall-read-only | Draft from the record and add nothing to it. Implies --recall."
+    // Read-only mode switches Recall on as well (docs/recall.md, "Flags").
     ServerConfig c = serve({"--recall-read-only"});
     EXPECT_TRUE(c.recall.enabled);
     EXPECT_TRUE(c.recall.read_only);

@@ -21,8 +21,8 @@ TEST(Startup, PrintsTheBoundPortAndExitsZeroOnSigterm) {
 }
 
 TEST(Startup, AFlashNextModelRefusesRecallBeforeItLoads) {
-    // Seed: "Flash Next's replay engine copies from its own history on the GPU
-    // and reads no record, so a Flash Next server refuses --recall before it loads."
+    // Flash Next drafts from its own GPU-side history and cannot use the record,
+    // so any Recall flag is rejected before weights are touched (docs/recall.md, "Flags").
     TempDir dir;
     const std::string model = dir / "flash-next";
     fs::create_directory(model);
@@ -60,8 +60,8 @@ TEST(Startup, APortInUseIsAnErrorNamingIt) {
 }
 
 TEST(Startup, ARecordOfAnotherTokenizerIsRefusedNamingIt) {
-    // Seed: "a server whose tokenizer differs refuses to start on that
-    // directory and says which tokenizer wrote it."
+    // A record written by a different tokenizer stops start-up, and the error
+    // identifies that tokenizer (docs/recall.md, "On disk").
     TempDir dir;
     const std::string record = dir / "record";
     fs::create_directory(record);

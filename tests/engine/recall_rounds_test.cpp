@@ -1,7 +1,6 @@
-// Seed: "When a reply starts to repeat text the server has seen before, the
-// lanes verify the earlier continuation in a few rounds instead of drafting
-// it token by token. A regenerated or repeated request copies its earlier
-// reply".
+// A request decoded again (same prompt, same seed) finds its earlier reply in
+// the record and finishes in far fewer rounds, because whole stretches of it
+// are copied and verified at once (docs/recall.md, introduction and "Offer policy").
 #include <gtest/gtest.h>
 
 #include "engine_fixture.h"

@@ -1,7 +1,7 @@
 // GET and DELETE /v1/recall bodies from the record's stats.
 //
-// Seed: "GET /v1/recall reports the record: its state, size on disk and in
-// memory, how many copies it offered and how many of their tokens landed."
+// The report must expose the state, the disk and memory sizes, and the copy
+// counters with their landing rate (docs/recall.md, "GET /v1/recall" and "DELETE").
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -52,7 +52,7 @@ TEST(RecallJson, ReportsStateDirectorySizesAndCopies) {
 }
 
 TEST(RecallJson, KeepsTheMatchBucketsApart) {
-    // Seed: "kept apart for matches of 16 to 31 tokens, 32 to 63, and 64 or more".
+    // One entry per match-length band, each with its own counters (docs/recall.md, "GET /v1/recall").
     const json buckets = json::parse(recall_report_json(writing_report()))["buckets"];
     ASSERT_EQ(buckets.size(), 3u);
     EXPECT_EQ(buckets[0]["match"], "16-31");
@@ -80,8 +80,8 @@ TEST(RecallJson, RecallOffSaysSo) {
 TEST(RecallJson, DeleteStatusesFollowTheOutcome) {
     recall::EraseResult result;
     EXPECT_EQ(erase_status(result), 200);
-    // Seed: "A server started with --recall-read-only, or reading a record
-    // another server writes, refuses DELETE with a 409."
+    // A refusal (read-only or following server) maps to 409 and a failed
+    // unlink to 500 (docs/recall.md, "DELETE").
     result.outcome = recall::EraseResult::Outcome::refused;
     EXPECT_EQ(erase_status(result), 409);
     result.outcome = recall::EraseResult::Outcome::failed;
@@ -89,7 +89,7 @@ TEST(RecallJson, DeleteStatusesFollowTheOutcome) {
 }
 
 TEST(RecallJson, AFailedDeleteNamesTheChunkFile) {
-    // Seed: "When a chunk file cannot be deleted the reply is a 500 that names it".
+    // The 500 error carries the path of the chunk file left behind (docs/recall.md, "DELETE").
     recall::EraseResult result;
     result.outcome = recall::EraseResult::Outcome::failed;
     result.failed_file = "/tmp/record/chunk-000000000001.ids";

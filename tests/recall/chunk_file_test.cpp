@@ -15,14 +15,15 @@ namespace {
 
 using testing::TempDir;
 
-// Seed: "chunk files of up to 1,048,576 ids (4 MiB)".
+// One chunk file's capacity is 2^20 ids of 4 bytes, the same constant the
+// command line uses (docs/recall.md, "On disk").
 TEST(ChunkFile, HoldsUpTo1048576IdsOf4BytesAsTheCommandLineSays) {
     EXPECT_EQ(kChunkIds, 1048576u);
     EXPECT_EQ(uint64_t{kChunkIds} * 4, uint64_t{4} << 20);
     static_assert(kChunkIds == config::kRecallChunkIds);
 }
 
-// Chunk files are "named so that their order is their age" (DESIGN.md 5).
+// Sorting chunk file names sorts them oldest first (docs/recall.md, "On disk").
 TEST(ChunkFile, NamesCarryAZeroPaddedSequenceNumberSoNameOrderIsAge) {
     EXPECT_EQ(chunk_file_name(1), "chunk-000000000001.ids");
     EXPECT_EQ(chunk_file_name(123456789012), "chunk-123456789012.ids");
@@ -51,8 +52,8 @@ TEST(ChunkFile, ListingIsOldestFirstAndIgnoresOtherFiles) {
     EXPECT_EQ(files[2].path, dir.path() + "/chunk-000000000010.ids");
 }
 
-// Seed: "The record holds token ids only, never text" — a chunk file is a bare
-// array of uint32 little-endian ids, "each file 0600".
+// A chunk file contains nothing but little-endian uint32 ids, no header and
+// no text, and is created 0600 (docs/recall.md, "On disk" and "Privacy").
 TEST(ChunkFile, IsABareArrayOfLittleEndianUint32WithMode0600) {
     TempDir dir;
     std::string path = dir.sub(chunk_file_name(1));
@@ -71,7 +72,9 @@ TEST(ChunkFile, IsABareArrayOfLittleEndianUint32WithMode0600) {
     EXPECT_EQ(bytes, (std::vector<unsigned char>{4, 3, 2, 1, 7, 0, 0, 0}));
 }
 
-// DESIGN.md 5: "a torn tail (size not a multiple of 4) is cut back at start-up".
+// A file whose size is not a multiple of 4 had a write interrupted; the
+// writer trims the partial id when it opens the record (docs/recall.md,
+// "On disk", durability).
 TEST(ChunkFile, TheWriterCutsATornTailBackToWholeIds) {
     TempDir dir;
     std::string path = dir.sub(chunk_file_name(1));
@@ -110,8 +113,8 @@ TEST(ChunkFile, AVanishedFileReadsAsVanishedNotAsAnError) {
     EXPECT_TRUE(read_chunk_file(dir.sub(chunk_file_name(3)), buffer, 4, false).vanished);
 }
 
-// Seed: "Recall is off unless a flag turns it on." The state names GET
-// /v1/recall and the startup line report.
+// The state names, `off` included (the default without any Recall flag), as
+// GET /v1/recall and the startup line print them (docs/recall.md, "States").
 TEST(RecallStateNames, AreTheSixReportedNames) {
     EXPECT_STREQ(to_string(RecallState::off), "off");
     EXPECT_STREQ(to_string(RecallState::writing), "writing");

@@ -45,8 +45,8 @@ TEST_F(DedupeTest, ANewRunIsAddedWholeAsOneSegment) {
     EXPECT_EQ(plan.held_ids, 0u);
 }
 
-// Seed: "Runs of 128 or more ids the record already holds are not added again,
-// so a request sent twice adds nothing the second time."
+// Repeating a request leaves the record unchanged, the whole run counting as
+// held (docs/recall.md, "On disk", what gets added).
 TEST_F(DedupeTest, ARequestSentTwiceAddsNothingTheSecondTime) {
     std::vector<uint32_t> run = distinct_ids(1, 10000);
     add(run);
@@ -64,7 +64,8 @@ TEST_F(DedupeTest, AShortRequestSentTwiceAddsNothingTheSecondTimeEither) {
     EXPECT_EQ(again.held_ids, 40u);
 }
 
-// Seed: "Runs of 128 or more ids the record already holds are not added again".
+// A held stretch of 128+ ids is skipped while the new ids around it are
+// written (docs/recall.md, "On disk", what gets added).
 TEST_F(DedupeTest, AHeldRunOf128IdsIsNotAddedAgainButItsNeighboursAre) {
     std::vector<uint32_t> held = distinct_ids(1, 300);
     add(held);

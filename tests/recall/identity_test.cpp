@@ -49,9 +49,8 @@ TEST(IdentityText, NamesWhatIsWrongWithAMalformedFile) {
     EXPECT_FALSE(parse_identity("", &problem));
 }
 
-// Seed: "Beside them a short text file, identity, names the tokenizer that wrote
-// the record: a digest of its vocabulary, merges and added tokens, its
-// vocabulary size, and the model the server first served."
+// The writer creates `identity` as a small 0600 text file recording the
+// tokenizer digest, the vocabulary size and the model (docs/recall.md, "On disk").
 TEST(IdentityFile, AWriterCreatesItWithDigestVocabularySizeAndModelMode0600) {
     TempDir dir;
     RecordOptions options = testing::small_options(dir.sub("record"));
@@ -63,11 +62,12 @@ TEST(IdentityFile, AWriterCreatesItWithDigestVocabularySizeAndModelMode0600) {
     EXPECT_NE(text.find("vocab_size 32000\n"), std::string::npos) << text;
     EXPECT_NE(text.find("model tinycode\n"), std::string::npos) << text;
     EXPECT_EQ(testing::file_mode(path), 0600u);
-    EXPECT_LT(text.size(), 512u);  // "a short text file"
+    EXPECT_LT(text.size(), 512u);  // stays a few lines
 }
 
-// Seed: "Models whose tokenizers have the same identity share one record" — and
-// the identity keeps naming "the model the server first served".
+// A second model with an identical tokenizer opens the same record as a
+// writer, and the file still names the model that created it (docs/recall.md,
+// "On disk" and "Privacy").
 TEST(IdentityFile, ModelsWithTheSameTokenizerShareOneRecordAndItKeepsTheFirstModel) {
     TempDir dir;
     RecordOptions options = testing::small_options(dir.sub("record"));
@@ -83,8 +83,8 @@ TEST(IdentityFile, ModelsWithTheSameTokenizerShareOneRecordAndItKeepsTheFirstMod
     EXPECT_EQ(identity->model, "first-model");
 }
 
-// Seed: "a server whose tokenizer differs refuses to start on that directory
-// and says which tokenizer wrote it."
+// A different tokenizer is refused at open, and the error identifies the
+// tokenizer that wrote the record and suggests --recall-dir (docs/recall.md, "On disk").
 TEST(IdentityFile, AServerWithAnotherTokenizerRefusesAndNamesDigestVocabularySizeAndModel) {
     TempDir dir;
     RecordOptions options = testing::small_options(dir.sub("record"));
@@ -135,8 +135,8 @@ TEST(IdentityFile, AnExistingDirectoryWithNoChunksAndNoIdentityIsInitializedFres
     EXPECT_TRUE(testing::exists(dir.sub("README")));
 }
 
-// Seed: "Without it the record lives in ~/.cache/tensorfold/recall, in a
-// directory named by the tokenizer."
+// The default location sits under $HOME/.cache and differs per tokenizer
+// (docs/recall.md, "Flags").
 TEST(DefaultDirectory, IsUnderHomeCacheNamedByTheTokenizer) {
     EXPECT_EQ(Record::default_directory(testing::test_tokenizer(), "/home/ann"),
               "/home/ann/.cache/tensorfold/recall/tokenizer-0123456789abcdef");

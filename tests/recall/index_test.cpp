@@ -42,10 +42,9 @@ class IndexTest : public ::testing::Test {
     size_t max_chunks_ = 1000;
 };
 
-// Seed: "When a reply starts to repeat text the server has seen before, the
-// lanes verify the earlier continuation in a few rounds instead of drafting it
-// token by token." and "A regenerated or repeated request copies its earlier
-// reply": the continuation of the earlier match is what the stream drafts.
+// A lookup reports how long the match is and returns what followed the
+// earlier occurrence; that continuation is the copy a repeating stream drafts
+// (docs/recall.md, introduction and "Offer policy").
 TEST_F(IndexTest, LookupReturnsTheMatchLengthAndTheEarlierContinuation) {
     std::vector<uint32_t> ids = distinct_ids(1, 200);
     add_segment(ids);
@@ -54,7 +53,8 @@ TEST_F(IndexTest, LookupReturnsTheMatchLengthAndTheEarlierContinuation) {
     EXPECT_EQ(match.continuation, slice(ids, 100, 110));
 }
 
-// Seed: "the record's continuation of the stream's last 16 tokens or more".
+// Matches shorter than 16 ids do not count, and no match spans a separator
+// (docs/recall.md, "Offer policy" and "On disk").
 TEST_F(IndexTest, AMatchNeedsAtLeast16Ids) {
     std::vector<uint32_t> ids = distinct_ids(1, 100);
     add_segment(ids);
@@ -189,7 +189,7 @@ TEST_F(IndexTest, SeparatorIdsInATailNeverMatch) {
 }
 
 TEST(IndexMemory, KeyTableIsRecallBytesOverEight) {
-    // Seed: "plus a key table fixed by --recall-gib (8 MiB at the default 64 MiB)".
+    // The key table is the disk budget / 8, rounded down to a power of two (docs/recall.md, "Sizing").
     EXPECT_EQ(Index::key_table_bytes_for(uint64_t{64} << 20), uint64_t{8} << 20);
     EXPECT_EQ(Index::key_table_bytes_for(uint64_t{512} << 20), uint64_t{64} << 20);
     EXPECT_EQ(Index::key_table_bytes_for(uint64_t{1} << 30), uint64_t{128} << 20);
@@ -197,8 +197,8 @@ TEST(IndexMemory, KeyTableIsRecallBytesOverEight) {
     EXPECT_EQ(Index::key_table_bytes_for(uint64_t{100} << 20), uint64_t{8} << 20);
 }
 
-// Seed: "In memory each chunk takes 8 MiB from its first id, so even a short
-// record takes 8 MiB, plus a key table".
+// A chunk's 8 MiB is charged in full once it holds a single id, on top of the
+// key table (docs/recall.md, "Sizing").
 TEST(IndexMemory, EachChunkTakesEightBytesPerIdFromItsFirstId) {
     Index index(kChunkIds, uint64_t{8} << 20);
     EXPECT_EQ(index.memory_bytes(), uint64_t{8} << 20);

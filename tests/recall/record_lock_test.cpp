@@ -17,8 +17,8 @@ using testing::distinct_ids;
 using testing::slice;
 using testing::TempDir;
 
-// Seed: "A second server that opens a directory another server is writing
-// reads the record as it was and adds nothing."
+// A record opened while another one holds the lock follows: it sees what was
+// stored when it opened and never writes (docs/recall.md, "States", `following`).
 TEST(RecordFollowing, ASecondRecordOnAWrittenDirectoryFollowsTheRecordAsItWas) {
     TempDir dir;
     auto writer = Record::open(testing::small_options(dir.path()));
