@@ -90,7 +90,7 @@ CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
         "--recall-dir", c.recall.dir,
         "The record's own directory (default: ~/.cache/tensorfold/recall/<tokenizer>). Implies --recall");
     f.recall_gib = serve->add_option("--recall-gib", f.recall_gib_text,
-                                     "The record's disk in GiB, decimal; the oldest ids go first past it. "
+                                     "The record's disk in GiB, decimal; beyond it the oldest chunk files are deleted. "
                                      "Implies --recall")
                        ->capture_default_str()
                        ->check(CLI::Validator([](std::string& v) { return check_recall_gib(v); }, "GIB"));
