@@ -1,6 +1,6 @@
-// How long a draft should be. DESIGN.md 6: "The window length is chosen from
-// the backend's measured cost of verifying M rows, so a copy is as long as
-// it pays."
+// How long a draft should be: long enough to pay for its verification rows,
+// judged by the cost curve the backend measured at start-up (docs/design.md,
+// "Drafting").
 //
 // A round that verifies a k-token draft costs cost(1 + k) and yields the
 // stream 1 + E[landed drafts] tokens. Under a per-token landing probability

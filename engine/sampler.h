@@ -1,7 +1,8 @@
-// Deterministic sampling. DESIGN.md 4: "Sampling is counter-based: the
-// random number at a position is a pure function of (request seed,
-// position). A draft token lands iff it equals the token sampled there.
-// Temperature 0 is argmax with lowest-id ties."
+// Deterministic sampling (docs/design.md, section 4). The uniform number a
+// position draws comes from a counter-based generator keyed only by the
+// request's seed and that position; a drafted token is accepted exactly when
+// it is the token drawn at its position; at temperature 0 the pick is the
+// highest logit, the smallest id among equals.
 //
 // Because the logits at a position are bitwise the same however the row was
 // batched, and the random number depends only on (seed, position), the token
