@@ -20,7 +20,9 @@ struct LaneState {
     std::deque<OpenStream> waiting;
     std::map<uint64_t, engine::StreamRows> pending;
     model::StreamId next_kv = 0;
-    std::vector<float> logits;
+    std::vector<model::Row> rows;                  // the round's rows, kept to reuse their memory
+    std::vector<model::SamplingParams> samplers;   // per pending stream, in round order
+    model::RowOutputs outputs;
     ServiceMetrics metrics;
     static inline const char* name = "gpu_lane";
 
@@ -49,17 +51,21 @@ void open_slot(Self self, OpenStream request) {
 void run_round(Self self) {
     LaneState& s = self->state;
     model::Backend& backend = *s.options.backend;
-    std::vector<model::Row> rows;
-    for (const auto& [handle, part] : s.pending) rows.insert(rows.end(), part.rows.begin(), part.rows.end());
-    backend.forward(rows, s.logits);
-    ++s.metrics.rounds_total;
-    const int32_t vocab = backend.config().vocab_size;
-    size_t first_logits = 0;
+    s.rows.clear();
+    s.samplers.clear();
     for (auto& [handle, part] : s.pending) {
-        const size_t count = static_cast<size_t>(part.logits_rows());
-        const std::span<const float> logits(s.logits.data() + first_logits * vocab, count * vocab);
-        first_logits += count;
-        const engine::Verdict verdict = engine::judge(part, logits, vocab);
+        engine::use_sampler(part, static_cast<int32_t>(s.samplers.size()));
+        s.samplers.push_back(part.sampling);
+        s.rows.insert(s.rows.end(), part.rows.begin(), part.rows.end());
+    }
+    backend.forward(s.rows, s.samplers, s.outputs);
+    ++s.metrics.rounds_total;
+    size_t first_token = 0;
+    for (auto& [handle, part] : s.pending) {
+        const auto count = static_cast<size_t>(part.sampled_rows());
+        const engine::Verdict verdict =
+            engine::judge(part, std::span<const model::TokenId>(s.outputs.tokens).subspan(first_token, count));
+        first_token += count;
         Slot& slot = s.slots.at(handle);
         const int32_t keep = engine::kv_after(part, verdict);
         if (backend.stream_length(slot.kv) > keep) backend.truncate(slot.kv, keep);  // rejected drafts

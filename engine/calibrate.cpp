@@ -75,14 +75,15 @@ Calibration measure_cost_curve(model::Backend& backend, const CalibrationOptions
     ScratchStream scratch(backend, options.scratch, context + max_rows);
 
     std::vector<model::Row> rows;
-    std::vector<float> logits;
+    model::RowOutputs outputs;
+    const model::SamplingParams greedy{.temperature = 0.0f};
     // Any valid ids do: cost does not depend on which tokens run. Every timed
-    // row wants logits, as a verified draft's rows do.
+    // row samples a token, as a verified draft's rows do.
     auto timed_forward = [&](int32_t m) {
         rows.clear();
-        for (int32_t i = 0; i < m; ++i) rows.push_back({options.scratch, context + i, (i * 17 + 3) % vocab, true});
+        for (int32_t i = 0; i < m; ++i) rows.push_back({options.scratch, context + i, (i * 17 + 3) % vocab, false, 0});
         const double begin = now();
-        backend.forward(rows, logits);
+        backend.forward(rows, {&greedy, 1}, outputs);
         const double took = now() - begin;
         backend.truncate(options.scratch, context);
         ++out.forwards;
@@ -90,9 +91,9 @@ Calibration measure_cost_curve(model::Backend& backend, const CalibrationOptions
     };
     if (context > 0) {
         for (int32_t p = 0; p < context; ++p) {
-            rows.push_back({options.scratch, p, (p * 31 + 7) % vocab, p == context - 1});
+            rows.push_back({options.scratch, p, (p * 31 + 7) % vocab, false, p == context - 1 ? 0 : -1});
         }
-        backend.forward(rows, logits);
+        backend.forward(rows, {&greedy, 1}, outputs);
     } else {  // no room for a prefix: a single row warms up, untimed
         timed_forward(1);
         out.forwards = 0;

@@ -70,9 +70,9 @@ std::vector<StreamUpdate> Engine::step() {
     Round round = lanes_.next_round();
     std::vector<StreamUpdate> updates;
     if (!round.empty()) {
-        backend_.forward(round.rows, logits_);
+        backend_.forward(round.rows, round.samplers, outputs_);
         ++rounds_;
-        updates = lanes_.land(round, logits_);
+        updates = lanes_.land(round, outputs_.tokens);
     }
     for (auto& stream : lanes_.take_finished()) {
         if (stream->finish_reason() == FinishReason::cancelled) {

@@ -79,7 +79,7 @@ private:
     RequestId next_request_ = 1;
     DraftCounters totals_;
     int64_t rounds_ = 0;
-    std::vector<float> logits_;
+    model::RowOutputs outputs_;
     std::unordered_map<RequestId, Completion> completions_;  // for generate()
 };
 

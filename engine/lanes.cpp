@@ -8,8 +8,10 @@ Lanes::Lanes(model::Backend& backend, Drafter& drafter, LanesOptions options)
     : backend_(backend), drafter_(drafter), options_(options) {}
 
 void add_to_round(Round& round, Stream* stream, StreamRows part) {
-    round.first_logits.push_back(round.logits_rows);
-    round.logits_rows += part.logits_rows();
+    use_sampler(part, static_cast<int32_t>(round.samplers.size()));
+    round.samplers.push_back(part.sampling);
+    round.first_token.push_back(round.sampled_rows);
+    round.sampled_rows += part.sampled_rows();
     round.rows.insert(round.rows.end(), part.rows.begin(), part.rows.end());
     round.streams.push_back(stream);
     round.parts.push_back(std::move(part));
@@ -58,25 +60,25 @@ void Lanes::add_graft(Round& round, Stream& stream, size_t main, Draft graft) {
     rows.first_position = own.first_position;
     rows.samples = true;
     rows.draft = graft.tokens;
-    rows.rows.push_back({fork, base, own.rows.front().token, true});
+    rows.rows.push_back({fork, base, own.rows.front().token, false, 0});
     for (size_t i = 0; i < graft.tokens.size(); ++i) {
-        rows.rows.push_back({fork, base + 1 + static_cast<int32_t>(i), graft.tokens[i], true});
+        rows.rows.push_back({fork, base + 1 + static_cast<int32_t>(i), graft.tokens[i], false, 0});
     }
     round.grafts.push_back({round.parts.size(), main, std::move(graft)});
     add_to_round(round, nullptr, std::move(rows));
 }
 
-StreamUpdate Lanes::land_graft(const Round& round, const Graft& graft, const std::vector<float>& logits,
-                               int32_t vocab, int32_t* graft_landed) {
-    auto logits_of = [&](size_t part) {
-        return std::span<const float>(logits.data() + static_cast<size_t>(round.first_logits[part]) * vocab,
-                                      static_cast<size_t>(round.parts[part].logits_rows()) * vocab);
+StreamUpdate Lanes::land_graft(const Round& round, const Graft& graft, std::span<const model::TokenId> tokens,
+                               int32_t* graft_landed) {
+    auto tokens_of = [&](size_t part) {
+        return tokens.subspan(static_cast<size_t>(round.first_token[part]),
+                              static_cast<size_t>(round.parts[part].sampled_rows()));
     };
     Stream& stream = *round.streams[graft.main];
     const StreamRows& own = round.parts[graft.main];
     const StreamRows& branch = round.parts[graft.part];
-    const Verdict own_verdict = judge(own, logits_of(graft.main), vocab);
-    const Verdict branch_verdict = judge(branch, logits_of(graft.part), vocab);
+    const Verdict own_verdict = judge(own, tokens_of(graft.main));
+    const Verdict branch_verdict = judge(branch, tokens_of(graft.part));
     *graft_landed = branch_verdict.landed_drafts;
     // Both branches sample the same tokens wherever their prefixes agree, so
     // the longer landed run is simply more of the same reply. Own context wins ties.
@@ -94,8 +96,7 @@ StreamUpdate Lanes::land_graft(const Round& round, const Graft& graft, const std
     return update;
 }
 
-std::vector<StreamUpdate> Lanes::land(const Round& round, const std::vector<float>& logits) {
-    const int32_t vocab = backend_.config().vocab_size;
+std::vector<StreamUpdate> Lanes::land(const Round& round, std::span<const model::TokenId> tokens) {
     std::vector<StreamUpdate> updates;
     auto keep_update = [&](StreamUpdate&& update) {
         if (!update.tokens.empty() || !update.text.empty() || update.finish != FinishReason::running) {
@@ -106,7 +107,7 @@ std::vector<StreamUpdate> Lanes::land(const Round& round, const std::vector<floa
     std::vector<std::pair<Stream*, int32_t>> graft_landed;
     for (const Graft& graft : round.grafts) {
         int32_t landed = 0;
-        keep_update(land_graft(round, graft, logits, vocab, &landed));
+        keep_update(land_graft(round, graft, tokens, &landed));
         settled[graft.main] = settled[graft.part] = true;
         graft_landed.emplace_back(round.streams[graft.main], landed);
     }
@@ -121,9 +122,8 @@ std::vector<StreamUpdate> Lanes::land(const Round& round, const std::vector<floa
         if (settled[s]) continue;
         Stream& stream = *round.streams[s];
         const StreamRows& part = round.parts[s];
-        const std::span<const float> rows(logits.data() + static_cast<size_t>(round.first_logits[s]) * vocab,
-                                          static_cast<size_t>(part.logits_rows()) * vocab);
-        const Verdict verdict = judge(part, rows, vocab);
+        const Verdict verdict = judge(part, tokens.subspan(static_cast<size_t>(round.first_token[s]),
+                                                            static_cast<size_t>(part.sampled_rows())));
         // Rejected drafts leave the KV cache.
         const int32_t keep = kv_after(part, verdict);
         if (backend_.stream_length(stream.kv()) > keep) backend_.truncate(stream.kv(), keep);

@@ -3,8 +3,8 @@
 // streams join and leave between rounds). The engine loop reads
 //
 //     Round round = lanes.next_round();
-//     backend.forward(round.rows, logits);
-//     updates = lanes.land(round, logits);
+//     backend.forward(round.rows, round.samplers, outputs);
+//     updates = lanes.land(round, outputs.tokens);
 //
 // Lanes truncates rejected drafts from the KV cache after landing; it never
 // runs a forward itself, so a lane actor can own the backend.
@@ -51,10 +51,11 @@ struct Round {
     std::vector<model::Row> rows;        // every stream's rows, concatenated
     std::vector<Stream*> streams;        // per part: its stream (null for a graft's part)
     std::vector<StreamRows> parts;       // per stream: what it put in
-    std::vector<int32_t> first_logits;   // per part: index of its first logits row
+    std::vector<model::SamplingParams> samplers;  // per part: its sampling (the rows' sampler index)
+    std::vector<int32_t> first_token;    // per part: index of its first sampled token
     std::vector<Graft> grafts;
     std::vector<Stream*> graft_askers;   // streams whose grafted lane asked the record
-    int32_t logits_rows = 0;             // rows so far that want logits
+    int32_t sampled_rows = 0;            // rows so far that sample a token
     bool empty() const { return rows.empty(); }
 };
 
@@ -72,7 +73,8 @@ public:
     std::vector<std::unique_ptr<Stream>>& streams() { return streams_; }
 
     Round next_round();
-    std::vector<StreamUpdate> land(const Round& round, const std::vector<float>& logits);
+    // tokens: what the forward sampled for the round's rows, in row order.
+    std::vector<StreamUpdate> land(const Round& round, std::span<const model::TokenId> tokens);
 
     // Streams that have ended, removed from the lanes. Their KV is still open.
     std::vector<std::unique_ptr<Stream>> take_finished();
@@ -82,7 +84,7 @@ private:
     Drafter& drafter_;
     LanesOptions options_;
     void add_graft(Round& round, Stream& stream, size_t main, Draft graft);
-    StreamUpdate land_graft(const Round& round, const Graft& graft, const std::vector<float>& logits, int32_t vocab,
+    StreamUpdate land_graft(const Round& round, const Graft& graft, std::span<const model::TokenId> tokens,
                             int32_t* graft_landed);
 
     std::vector<std::unique_ptr<Stream>> streams_;

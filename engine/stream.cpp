@@ -39,7 +39,7 @@ StreamRows Stream::next_rows(int32_t prefill_budget, Draft draft) {
         const int32_t count = std::min(prefill_budget, prompt_length() - kv_length_);
         for (int32_t i = 0; i < count; ++i) {
             const int32_t position = kv_length_ + i;
-            out.rows.push_back({kv_, position, spec_.prompt[position], position == prompt_length() - 1});
+            out.rows.push_back({kv_, position, spec_.prompt[position], false, position == prompt_length() - 1 ? 0 : -1});
         }
         out.prefill = true;
         out.samples = kv_length_ + count == prompt_length();
@@ -49,9 +49,9 @@ StreamRows Stream::next_rows(int32_t prefill_budget, Draft draft) {
         draft.tokens.resize(std::min<size_t>(draft.tokens.size(), static_cast<size_t>(draft_room())));
         if (draft.tokens.empty()) draft.source = DraftSource::none;
         draft_ = std::move(draft);
-        out.rows.push_back({kv_, kv_length_, pending_, true});
+        out.rows.push_back({kv_, kv_length_, pending_, false, 0});
         for (size_t i = 0; i < draft_.tokens.size(); ++i) {
-            out.rows.push_back({kv_, kv_length_ + 1 + static_cast<int32_t>(i), draft_.tokens[i], true});
+            out.rows.push_back({kv_, kv_length_ + 1 + static_cast<int32_t>(i), draft_.tokens[i], false, 0});
         }
         out.draft = draft_.tokens;
         out.samples = true;

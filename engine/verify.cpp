@@ -4,33 +4,34 @@
 
 namespace tf::engine {
 
-int32_t StreamRows::logits_rows() const {
+int32_t StreamRows::sampled_rows() const {
     int32_t n = 0;
-    for (const model::Row& row : rows) n += row.want_logits ? 1 : 0;
+    for (const model::Row& row : rows) n += row.sampler >= 0 ? 1 : 0;
     return n;
 }
 
-Verdict verify(std::span<const float> logits, int32_t vocab, std::span<const TokenId> draft,
-               const SamplingParams& sampling, int64_t first_position) {
-    assert(logits.size() == (draft.size() + 1) * static_cast<size_t>(vocab));
+Verdict verify(std::span<const TokenId> sampled, std::span<const TokenId> draft) {
+    assert(sampled.size() == draft.size() + 1);
     Verdict verdict;
     for (size_t i = 0; i <= draft.size(); ++i) {
-        const TokenId token = sample(logits.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)),
-                                     sampling, first_position + static_cast<int64_t>(i));
-        verdict.tokens.push_back(token);
-        if (i == draft.size() || token != draft[i]) break;
+        verdict.tokens.push_back(sampled[i]);
+        if (i == draft.size() || sampled[i] != draft[i]) break;
         ++verdict.landed_drafts;
     }
     return verdict;
 }
 
-Verdict judge(const StreamRows& rows, std::span<const float> logits, int32_t vocab) {
+Verdict judge(const StreamRows& rows, std::span<const TokenId> sampled) {
     if (!rows.samples) return {};
-    if (rows.prefill) {
-        // The last prompt row's logits give the reply's first token.
-        return {{sample(logits.first(static_cast<size_t>(vocab)), rows.sampling, rows.first_position)}, 0};
+    // A prefill's last prompt row samples the reply's first token.
+    if (rows.prefill) return {{sampled.front()}, 0};
+    return verify(sampled, rows.draft);
+}
+
+void use_sampler(StreamRows& rows, int32_t index) {
+    for (model::Row& row : rows.rows) {
+        if (row.sampler >= 0) row.sampler = index;
     }
-    return verify(logits, vocab, rows.draft, rows.sampling, rows.first_position);
 }
 
 int32_t kv_after(const StreamRows& rows, const Verdict& verdict) {

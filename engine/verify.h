@@ -1,7 +1,8 @@
-// Verification: what a round lands for one stream. Row i's logits give the
-// token at first_position + i; the draft token there lands iff it equals the
-// token sampled there (DESIGN.md 4), and the first sampled token that differs
-// (or the one after the whole draft) is the round's own token.
+// Verification: what a round lands for one stream. Row i samples the token
+// at first_position + i (the backend samples it where the logits are); the
+// draft token there lands iff it equals that sampled token (docs/design.md,
+// section 4), and the first sampled token that differs (or the one after
+// the whole draft) is the round's own token.
 //
 // The lane that ran the forward judges each stream's rows right away, so only
 // the landed tokens travel back to the stream (DESIGN.md 3, step 4).
@@ -23,14 +24,14 @@ using model::TokenId;
 // What one stream puts into a round.
 struct StreamRows {
     StreamId kv = 0;
-    std::vector<model::Row> rows;  // a prompt chunk, or the pending token then the draft
+    std::vector<model::Row> rows;  // a prompt chunk, or the pending token then the draft; sampler 0 is `sampling`
     std::vector<TokenId> draft;    // decode rounds: the tokens of rows[1..]
     SamplingParams sampling;
     int64_t first_position = 0;    // the position of the first token sampled
     bool samples = false;          // false: a prompt chunk short of the prompt's end
     bool prefill = false;
 
-    int32_t logits_rows() const;   // rows that want logits
+    int32_t sampled_rows() const;  // rows that sample a token
 };
 
 struct Verdict {
@@ -38,12 +39,17 @@ struct Verdict {
     int32_t landed_drafts = 0;
 };
 
-// logits: (draft.size() + 1) rows of `vocab` floats.
-Verdict verify(std::span<const float> logits, int32_t vocab, std::span<const TokenId> draft,
-               const SamplingParams& sampling, int64_t first_position);
+// sampled: the tokens sampled after the pending token and each draft token
+// (draft.size() + 1 of them).
+Verdict verify(std::span<const TokenId> sampled, std::span<const TokenId> draft);
 
-// The verdict for a stream's rows, from their logits (logits_rows() rows).
-Verdict judge(const StreamRows& rows, std::span<const float> logits, int32_t vocab);
+// The verdict for a stream's rows, from the tokens its rows sampled
+// (sampled_rows() of them).
+Verdict judge(const StreamRows& rows, std::span<const TokenId> sampled);
+
+// The rows of a round take their samplers from the round's list: sets each
+// sampling row's sampler to `index` (the part's place in that list).
+void use_sampler(StreamRows& rows, int32_t index);
 
 // The KV length the stream keeps after the verdict: the prompt chunk, or the
 // pending token and the drafts that landed; rejected drafts leave the cache.

@@ -2,11 +2,18 @@
 // above it (engine/, actors/) sees only this interface. The CPU backend
 // (model/) and the CUDA backend (gpu/) implement it.
 //
-// Numerics contract (DESIGN.md section 4): the logits a row gets depend only
-// on the model, its stream's tokens at positions 0..position and its own
-// token; never on the other rows in the batch, their number or order, the
-// thread count, or whether the row came from prefill, decode or verify.
-// Tests compare them bitwise.
+// Numerics contract (docs/design.md, section 4): the logits a row gets
+// depend only on the model, its stream's tokens at positions 0..position and
+// its own token; never on the other rows in the batch, their number or
+// order, the thread count, or whether the row came from prefill, decode or
+// verify. Tests compare them bitwise. A row's sampled token is a pure
+// function of those logits, its sampler and its position (model/sampling.h),
+// so it inherits the same invariance.
+//
+// Rows come back as tokens: the backend samples every row that asks where
+// its logits are, and only rows that ask for logits (logprobs, tests) copy
+// vocab_size floats back. On a GPU that is a few bytes a row instead of
+// megabytes a round.
 //
 // Thread-safety: a Backend is used by one thread at a time (the gpu_lane
 // actor); it may use worker threads inside forward().
@@ -17,6 +24,7 @@
 #include <vector>
 
 #include "model/model_config.h"
+#include "model/sampling.h"
 
 namespace tf::model {
 
@@ -29,6 +37,15 @@ struct Row {
     int32_t position = 0;      // must equal the stream's KV length once earlier rows of this batch are appended
     TokenId token = 0;
     bool want_logits = false;  // return this row's logits
+    // >= 0: sample the token at position + 1 from this row's logits with
+    // samplers[sampler] of the forward call. -1: no token.
+    int32_t sampler = -1;
+};
+
+// What one forward returns.
+struct RowOutputs {
+    std::vector<TokenId> tokens;  // one per row with sampler >= 0, in row order
+    std::vector<float> logits;    // vocab_size floats per row with want_logits, in row order
 };
 
 class Backend {
@@ -52,9 +69,18 @@ public:
 
     // One batched forward. Rows of one stream appear in increasing, consecutive
     // positions; each row attends to its stream's positions 0..position
-    // (including earlier rows of this batch) and appends its K/V. `logits`
-    // receives vocab_size floats per row with want_logits, in row order.
-    virtual void forward(std::span<const Row> rows, std::vector<float>& logits) = 0;
+    // (including earlier rows of this batch) and appends its K/V. A row's
+    // sampler indexes `samplers`; out of range is an error.
+    virtual void forward(std::span<const Row> rows, std::span<const SamplingParams> samplers, RowOutputs& out) = 0;
+
+    // The same with no sampling: `logits` receives vocab_size floats per row
+    // with want_logits, in row order. Tests and benchmarks read logits so.
+    void forward(std::span<const Row> rows, std::vector<float>& logits) {
+        RowOutputs out;
+        out.logits = std::move(logits);
+        forward(rows, {}, out);
+        logits = std::move(out.logits);
+    }
 };
 
 }  // namespace tf::model

@@ -1,6 +1,7 @@
 #include "model/cpu_backend.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -98,7 +99,7 @@ void CpuBackend::copy_prefix(StreamId from, StreamId to, int32_t length) {
     target.copy_prefix(source, length);
 }
 
-void CpuBackend::check_rows(std::span<const Row> rows) {
+void CpuBackend::check_rows(std::span<const Row> rows, size_t samplers) {
     std::unordered_map<StreamId, int32_t> next;
     row_caches_.clear();
     for (const Row& row : rows) {
@@ -115,19 +116,29 @@ void CpuBackend::check_rows(std::span<const Row> rows) {
         if (row.token < 0 || row.token >= config().vocab_size) {
             throw std::invalid_argument("token " + std::to_string(row.token) + " is outside the vocabulary");
         }
+        if (row.sampler < -1 || row.sampler >= static_cast<int32_t>(samplers)) {
+            throw std::invalid_argument("row of stream " + std::to_string(row.stream) + " names sampler " +
+                                        std::to_string(row.sampler) + " of " + std::to_string(samplers));
+        }
         it->second = row.position + 1;
         row_caches_.push_back(&kv);
     }
 }
 
-void CpuBackend::forward(std::span<const Row> rows, std::vector<float>& logits) {
-    check_rows(rows);
+void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingParams> samplers, RowOutputs& out) {
+    check_rows(rows, samplers.size());
     const ModelConfig& c = config();
     const auto M = static_cast<int32_t>(rows.size());
-    const int32_t hidden = c.hidden_size, half = c.head_dim / 2;
-    int32_t wanted = 0;
-    for (const Row& row : rows) wanted += row.want_logits ? 1 : 0;
-    logits.resize(static_cast<size_t>(wanted) * c.vocab_size);
+    const int32_t hidden = c.hidden_size, half = c.head_dim / 2, vocab = c.vocab_size;
+    // Output rows: those that sample or want logits, in row order.
+    int32_t outputs = 0, wanted = 0, sampled = 0;
+    for (const Row& row : rows) {
+        outputs += row.want_logits || row.sampler >= 0 ? 1 : 0;
+        wanted += row.want_logits ? 1 : 0;
+        sampled += row.sampler >= 0 ? 1 : 0;
+    }
+    out.logits.resize(static_cast<size_t>(wanted) * vocab);
+    out.tokens.resize(static_cast<size_t>(sampled));
     if (M == 0) return;
 
     grow(x_, M, hidden);
@@ -143,22 +154,45 @@ void CpuBackend::forward(std::span<const Row> rows, std::vector<float>& logits) 
         mlp_block(layers[layer], M);
     }
     for (int32_t m = 0; m < M; ++m) row_caches_[m]->set_length(rows[m].position + 1);
+    if (outputs == 0) return;
 
-    // Final norm and lm_head for the rows that want logits, written straight
-    // into `logits`.
-    if (wanted == 0) return;
+    // Final norm and lm_head for the output rows: straight into out.logits
+    // when every one of them wants its logits back, else into scratch.
+    const bool direct = wanted == outputs;
+    if (!direct) grow(logits_, outputs, vocab);
+    float* logits = direct ? out.logits.data() : logits_.data();
     const int32_t stride = kernels::padded_k(hidden);
-    grow(normed_, wanted, hidden);
-    grow(split_, wanted, stride);
-    int32_t out_row = 0;
+    grow(normed_, outputs, hidden);
+    grow(split_, outputs, stride);
+    output_rows_.clear();
     for (int32_t m = 0; m < M; ++m) {
-        if (!rows[m].want_logits) continue;
+        if (!rows[m].want_logits && rows[m].sampler < 0) continue;
         kernels::rmsnorm_row(row_of(x_, m, hidden), weights_->final_norm(), hidden, c.rms_norm_eps,
-                             row_of(normed_, out_row, hidden));
-        ++out_row;
+                             row_of(normed_, static_cast<int32_t>(output_rows_.size()), hidden));
+        output_rows_.push_back(m);
     }
-    kernels_->pack_rows(normed_.data(), wanted, hidden, hidden, split_.data());
-    kernels::matmul(*kernels_, pool_, split_.data(), wanted, {MatmulJob{&weights_->lm_head(), logits.data(), c.vocab_size}});
+    kernels_->pack_rows(normed_.data(), outputs, hidden, hidden, split_.data());
+    kernels::matmul(*kernels_, pool_, split_.data(), outputs, {MatmulJob{&weights_->lm_head(), logits, vocab}});
+
+    // Each sampling row is sampled on its own: rows go to threads (a cut
+    // over a large vocabulary sorts its candidates, which is worth sharing).
+    std::vector<int32_t> token_index(static_cast<size_t>(outputs), -1);
+    for (int32_t o = 0, t = 0; o < outputs; ++o) {
+        if (rows[output_rows_[o]].sampler >= 0) token_index[o] = t++;
+    }
+    pool_.parallel_for(outputs, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+            const Row& row = rows[output_rows_[o]];
+            if (row.sampler < 0) continue;
+            const std::span<const float> row_logits(logits + o * vocab, static_cast<size_t>(vocab));
+            out.tokens[token_index[o]] = sample(row_logits, samplers[row.sampler], row.position + 1);
+        }
+    });
+    if (direct) return;
+    for (int32_t o = 0, w = 0; o < outputs; ++o) {
+        if (!rows[output_rows_[o]].want_logits) continue;
+        std::copy_n(logits + static_cast<size_t>(o) * vocab, vocab, out.logits.data() + static_cast<size_t>(w++) * vocab);
+    }
 }
 
 void CpuBackend::norm_and_pack(const float* norm_weight, int32_t M) {

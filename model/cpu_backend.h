@@ -39,7 +39,8 @@ public:
     int32_t stream_length(StreamId stream) const override;
     void truncate(StreamId stream, int32_t length) override;
     void copy_prefix(StreamId from, StreamId to, int32_t length) override;
-    void forward(std::span<const Row> rows, std::vector<float>& logits) override;
+    void forward(std::span<const Row> rows, std::span<const SamplingParams> samplers, RowOutputs& out) override;
+    using Backend::forward;
 
     kernels::Isa isa() const { return kernels_->isa; }
     kernels::Activations activations() const { return kernels_->activations; }
@@ -49,7 +50,7 @@ public:
 private:
     KvCache& cache(StreamId stream);
     const KvCache& cache(StreamId stream) const;
-    void check_rows(std::span<const Row> rows);
+    void check_rows(std::span<const Row> rows, size_t samplers);
     void attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows);
     void mlp_block(const LayerWeights& l, int32_t rows);
     // normed_ := RMSNorm(x_) with `norm_weight`, and split_ := its packed rows.
@@ -66,6 +67,8 @@ private:
     std::vector<float> x_, normed_, split_, q_, k_, v_, attn_, out_, gate_, up_, cos_, sin_;
     std::vector<std::vector<float>> scores_;
     std::vector<kernels::AttentionRow> attention_rows_;
+    std::vector<float> logits_;        // output rows' logits when some only sample
+    std::vector<int32_t> output_rows_;  // per output row: its index in the forward
 };
 
 // Loads DIR (config.json, generation_config.json, safetensors) into a CPU

@@ -45,17 +45,21 @@ public:
         kv = length;
     }
     void copy_prefix(model::StreamId, model::StreamId, int32_t) override { throw std::logic_error("unused"); }
-    void forward(std::span<const model::Row> rows, std::vector<float>& logits) override {
-        int32_t wanted = 0;
+    void forward(std::span<const model::Row> rows, std::span<const model::SamplingParams> samplers,
+                 model::RowOutputs& out) override {
+        int32_t sampled = 0, wanted = 0;
         for (const model::Row& row : rows) {
             auto& [kv, capacity] = streams_.at(row.stream);
             if (row.position != kv || row.position >= capacity) throw std::invalid_argument("position");
             if (row.token < 0 || row.token >= config_.vocab_size) throw std::invalid_argument("token");
+            if (row.sampler >= static_cast<int32_t>(samplers.size())) throw std::invalid_argument("sampler");
             ++kv;
+            sampled += row.sampler >= 0 ? 1 : 0;
             wanted += row.want_logits ? 1 : 0;
         }
-        logits.assign(static_cast<size_t>(wanted) * config_.vocab_size, 0.0f);
-        if (wanted == static_cast<int32_t>(rows.size())) ++timed_forwards[wanted];
+        out.tokens.assign(static_cast<size_t>(sampled), 0);
+        out.logits.assign(static_cast<size_t>(wanted) * config_.vocab_size, 0.0f);
+        if (sampled == static_cast<int32_t>(rows.size())) ++timed_forwards[sampled];
         clock_ += cost_(static_cast<int32_t>(rows.size()));
     }
     size_t open_streams() const { return streams_.size(); }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "model/checkpoint_writer.h"
@@ -40,6 +41,56 @@ TEST_F(BackendContract, LogitsComeOnlyForRowsThatAskInRowOrder) {
     EXPECT_TRUE(testing::bitwise_equal(first_only, std::vector<float>(both.begin(), both.begin() + 256)));
     EXPECT_EQ(backend_->stream_length(1), 1);
     EXPECT_EQ(backend_->stream_length(2), 1);
+}
+
+// Rows come back as tokens: each sampling row's token is model::sample()
+// over the logits that row would return, at position + 1, with the sampler
+// it names; only rows that ask get logits, and a row may ask for both.
+TEST_F(BackendContract, SamplingRowsReturnTheTokenOfTheirOwnLogits) {
+    const std::vector<TokenId> prompt = {3, 14, 15, 92, 65, 35};
+    const std::vector<SamplingParams> samplers = {
+        {.temperature = 0.0f}, {.temperature = 0.8f, .top_p = 0.9f, .seed = 7}, {.temperature = 1.5f, .seed = 99},
+        {.temperature = 1.0f, .top_k = 5, .min_p = 0.05f, .seed = 3}};
+    backend_->open_stream(1, 16);
+    backend_->open_stream(2, 16);
+    std::vector<Row> rows;
+    for (int32_t i = 0; i < 6; ++i) rows.push_back({1, i, prompt[i], true, i % 4});
+    for (int32_t i = 0; i < 4; ++i) rows.push_back({2, i, prompt[5 - i], i == 2, i == 1 ? -1 : 3 - i});
+    RowOutputs out;
+    backend_->forward(rows, samplers, out);
+    ASSERT_EQ(out.tokens.size(), 9u);
+    ASSERT_EQ(out.logits.size(), 7u * 256u);
+
+    // The same rows again, every one returning logits, sampled here.
+    backend_->truncate(1, 0);
+    backend_->truncate(2, 0);
+    std::vector<Row> all = rows;
+    for (Row& row : all) row.want_logits = true, row.sampler = -1;
+    std::vector<float> logits;
+    backend_->forward(all, logits);
+    ASSERT_EQ(logits.size(), 10u * 256u);
+    size_t token = 0, wanted = 0;
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const std::span<const float> own(logits.data() + r * 256, 256);
+        if (rows[r].sampler >= 0) {
+            EXPECT_EQ(out.tokens[token++], sample(own, samplers[rows[r].sampler], rows[r].position + 1)) << "row " << r;
+        }
+        if (rows[r].want_logits) {
+            EXPECT_EQ(std::memcmp(out.logits.data() + wanted++ * 256, own.data(), 256 * sizeof(float)), 0) << "row " << r;
+        }
+    }
+}
+
+TEST_F(BackendContract, ASamplerOutsideTheListIsRefusedBeforeAnythingRuns) {
+    backend_->open_stream(1, 8);
+    const SamplingParams greedy{.temperature = 0.0f};
+    RowOutputs out;
+    const std::vector<Row> rows = {{1, 0, 10, false, 0}, {1, 1, 11, false, 1}};
+    EXPECT_THROW(backend_->forward(rows, {&greedy, 1}, out), std::invalid_argument);
+    EXPECT_EQ(backend_->stream_length(1), 0);
+    backend_->forward(std::span(rows).first(1), {&greedy, 1}, out);
+    EXPECT_EQ(out.tokens.size(), 1u);
+    EXPECT_TRUE(out.logits.empty());
 }
 
 // A wrong TF_ISA or TF_ACTIVATIONS is refused by name before any file is
