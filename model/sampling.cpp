@@ -1,11 +1,11 @@
-#include "engine/sampler.h"
+#include "model/sampling.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
-namespace tf::engine {
+namespace tf::model {
 
 namespace {
 
@@ -43,7 +43,7 @@ int32_t sample(std::span<const float> logits, const SamplingParams& params, int6
 
     const double inv_t = 1.0 / params.temperature;
     const float max_logit = logits[best];
-    const bool truncates = params.top_k > 0 || params.top_p < 1.0f || params.min_p > 0.0f;
+    const bool truncates = params.truncates();
 
     // Candidates in a fixed order: by logit (descending), then id, when a cut
     // needs that order; plain id order otherwise. Every sum below runs in
@@ -98,4 +98,4 @@ int32_t sample(std::span<const float> logits, const SamplingParams& params, int6
     return order[kept - 1];
 }
 
-}  // namespace tf::engine
+}  // namespace tf::model
