@@ -81,6 +81,18 @@ CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
     serve->add_option("--device", f.device, "Backend: auto (CUDA when a GPU is present), cpu or cuda")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    serve->add_option("--gpu-memory-fraction", c.gpu_memory_fraction,
+                      "Share of the GPU's memory the CUDA backend takes for weights, KV cache and scratch; "
+                      "the KV cache gets what the weights leave")
+        ->capture_default_str()
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                char* end = nullptr;
+                const double f = std::strtod(v.c_str(), &end);
+                return end && *end == '\0' && f > 0.0 && f <= 1.0 ? std::string()
+                                                                   : std::string("must be a number in (0, 1]");
+            },
+            "FRACTION"));
     serve->add_option("--log-level", c.log_level, "Log level")
         ->capture_default_str()
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

@@ -1,6 +1,7 @@
 #include "config/server_config.h"
 
 #include <sstream>
+#include <stdexcept>
 
 namespace tf::config {
 
@@ -13,6 +14,16 @@ const char* to_string(Device device) {
     return "?";
 }
 
+DeviceChoice resolve_device(Device requested, bool built_with_cuda, int cuda_devices, const std::string& why_none) {
+    if (requested == Device::cpu) return {Device::cpu, ""};
+    const std::string missing = !built_with_cuda ? "this binary was built without CUDA (nvcc was not found when it was configured)"
+                                : cuda_devices <= 0 ? "no CUDA device is usable" + (why_none.empty() ? "" : ": " + why_none)
+                                                    : "";
+    if (missing.empty()) return {Device::cuda, ""};
+    if (requested == Device::cuda) throw std::invalid_argument("--device cuda: " + missing + "; use --device cpu or auto");
+    return {Device::cpu, missing};
+}
+
 std::string describe(const ServerConfig& c) {
     std::ostringstream out;
     out << "model: " << c.model_dir << "\n"
@@ -23,6 +34,7 @@ std::string describe(const ServerConfig& c) {
         << "max streams: " << c.max_streams << "\n"
         << "threads: " << (c.threads == 0 ? std::string("all cores") : std::to_string(c.threads)) << "\n"
         << "device: " << to_string(c.device) << "\n"
+        << "gpu memory fraction: " << c.gpu_memory_fraction << "\n"
         << "log level: " << c.log_level << "\n";
     if (!c.recall.enabled) {
         out << "recall: off\n";

@@ -38,11 +38,22 @@ struct ServerConfig {
     int max_streams = 16;
     int threads = 0;                // 0: every core the process may use
     Device device = Device::automatic;
+    double gpu_memory_fraction = 0.90;  // share of the GPU's memory for weights, KV cache and scratch
     std::string log_level = "info";
     RecallConfig recall;
 };
 
 const char* to_string(Device device);
+
+// The backend `--device` comes to, given what this binary and machine have.
+// `note` says why auto fell back to the CPU (empty otherwise). Throws
+// std::invalid_argument, naming --device, when cuda was asked for and
+// cannot be had. Pure: the caller asks gpu::list_devices().
+struct DeviceChoice {
+    Device device = Device::cpu;
+    std::string note;
+};
+DeviceChoice resolve_device(Device requested, bool built_with_cuda, int cuda_devices, const std::string& why_none);
 
 // One line per setting, for the startup log and for `serve` before the
 // server exists. Never prints the API key itself.

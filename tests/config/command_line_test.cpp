@@ -179,6 +179,41 @@ TEST(ServeFlags, DeviceChoices) {
     expect_rejected({"--device", "tpu"}, "--device");
 }
 
+TEST(ServeFlags, GpuMemoryFractionIsAShareOfOne) {
+    EXPECT_DOUBLE_EQ(serve({}).gpu_memory_fraction, 0.90);
+    EXPECT_DOUBLE_EQ(serve({"--gpu-memory-fraction", "0.5"}).gpu_memory_fraction, 0.5);
+    EXPECT_DOUBLE_EQ(serve({"--gpu-memory-fraction", "1"}).gpu_memory_fraction, 1.0);
+    expect_rejected({"--gpu-memory-fraction", "0"}, "--gpu-memory-fraction");
+    expect_rejected({"--gpu-memory-fraction", "1.5"}, "--gpu-memory-fraction");
+    expect_rejected({"--gpu-memory-fraction", "half"}, "--gpu-memory-fraction");
+}
+
+// --device resolves before any weight loads: auto takes a GPU when there is
+// one and says why it did not otherwise; cuda without one is refused by name.
+TEST(ServeDevice, AutoPicksCudaOnlyWhenADeviceIsThere) {
+    EXPECT_EQ(resolve_device(Device::automatic, true, 1, "").device, Device::cuda);
+    EXPECT_TRUE(resolve_device(Device::automatic, true, 1, "").note.empty());
+    const DeviceChoice none = resolve_device(Device::automatic, true, 0, "no CUDA-capable device is detected");
+    EXPECT_EQ(none.device, Device::cpu);
+    EXPECT_NE(none.note.find("no CUDA-capable device is detected"), std::string::npos) << none.note;
+    const DeviceChoice unbuilt = resolve_device(Device::automatic, false, 0, "");
+    EXPECT_EQ(unbuilt.device, Device::cpu);
+    EXPECT_NE(unbuilt.note.find("built without CUDA"), std::string::npos) << unbuilt.note;
+    EXPECT_EQ(resolve_device(Device::cpu, true, 4, "").device, Device::cpu);
+}
+
+TEST(ServeDevice, CudaWithoutADeviceIsAClearError) {
+    EXPECT_EQ(resolve_device(Device::cuda, true, 2, "").device, Device::cuda);
+    for (const auto& [built, devices] : {std::pair{false, 0}, std::pair{true, 0}}) {
+        try {
+            resolve_device(Device::cuda, built, devices, "CUDA driver version is insufficient");
+            ADD_FAILURE() << "accepted --device cuda with built=" << built << " devices=" << devices;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_EQ(std::string(e.what()).rfind("--device cuda: ", 0), 0u) << e.what();
+        }
+    }
+}
+
 TEST(ServeFlags, LogLevels) {
     EXPECT_EQ(serve({"--log-level", "debug"}).log_level, "debug");
     expect_rejected({"--log-level", "loud"}, "--log-level");
@@ -198,7 +233,7 @@ TEST(Help, ServeHelpListsEveryFlagWithItsDefault) {
     EXPECT_FALSE(outcome.run);
     EXPECT_EQ(outcome.exit_code, 0);
     for (const char* flag : {"MODEL", "--host", "--port", "--api-key", "--served-model-name", "--ctx-size",
-                             "--max-streams", "--threads", "--device", "--log-level", "--recall", "--recall-dir",
+                             "--max-streams", "--threads", "--device", "--gpu-memory-fraction", "--log-level", "--recall", "--recall-dir",
                              "--recall-gib", "--recall-read-only"}) {
         EXPECT_NE(outcome.message.find(flag), std::string::npos) << flag << " missing from:\n" << outcome.message;
     }
