@@ -9,7 +9,8 @@ if(NOT TF_CUDA STREQUAL "off")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)  # H200 (sm_90); override on the command line
+      # H200 (sm_90) and A100-class (sm_80); override on the command line.
+      set(CMAKE_CUDA_ARCHITECTURES "90;80")
     endif()
     # CMake 3.25 knows no C++20 dialect flag for nvcc; gpu/ code is C++17.
     set(CMAKE_CUDA_STANDARD 17)
@@ -17,6 +18,11 @@ if(NOT TF_CUDA STREQUAL "off")
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(TF_HAVE_CUDA ON)
+    # nvcc's own warnings and the host compiler's, errors under TF_WERROR.
+    set(TF_CUDA_WARNING_FLAGS -Xcompiler=-Wall,-Wextra)
+    if(TF_WERROR)
+      list(APPEND TF_CUDA_WARNING_FLAGS "SHELL:-Werror all-warnings" -Xcompiler=-Werror)
+    endif()
   elseif(TF_CUDA STREQUAL "on")
     message(FATAL_ERROR "TF_CUDA=on but no CUDA compiler (nvcc) was found")
   endif()

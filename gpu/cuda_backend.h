@@ -23,6 +23,13 @@ struct CudaOptions {
     // Rows one forward pass runs at once; a larger forward runs in chunks of
     // this many rows (the same logits: rows are batch-invariant).
     int32_t max_rows = 512;
+    // Replay decode/verify forwards of up to 64 rows as captured CUDA graphs
+    // (one per bucket of rows); off, every forward launches its kernels one
+    // by one. The logits are the same bits either way.
+    bool use_graphs = true;
+    // > 0: the KV pool holds at most this many positions (tests, benchmarks);
+    // 0: whatever memory_fraction leaves.
+    int64_t max_kv_tokens = 0;
 };
 
 // What a load did, for the startup line.
@@ -31,6 +38,7 @@ struct CudaLoadInfo {
     size_t weight_bytes = 0;   // on the device
     int64_t kv_tokens = 0;     // positions the KV pool holds, all streams together
     double load_ms = 0.0;
+    size_t scratch_bytes = 0;  // activations and sampler scratch for max_rows rows
 };
 
 // Loads DIR (config.json, generation_config.json, safetensors, sharded or
