@@ -17,7 +17,7 @@
 
 namespace tf::model::testing {
 
-inline std::string source_dir() { return TF_SOURCE_DIR_FOR_TESTS; }
+inline std::string source_dir() { const char* env = std::getenv("TF_SOURCE_DIR"); return env && *env ? env : TF_SOURCE_DIR_FOR_TESTS; }
 inline std::string tinycode_dir() { return source_dir() + "/models/tinycode"; }
 inline std::string fixture_path(const std::string& name) { return source_dir() + "/tests/fixtures/" + name; }
 
