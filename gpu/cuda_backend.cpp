@@ -468,6 +468,15 @@ CudaBackend::CudaBackend(const std::string& dir, const CudaOptions& options, Cud
     in_pairs_ = DeviceMemory(2 * table_bytes);
     host_pairs_ = PinnedMemory(2 * table_bytes);
 
+    // Every kernel runs once before any graph capture: a module the runtime
+    // loads lazily is then loaded outside a capture. One padding row with an
+    // inactive sampler writes nothing to the KV cache.
+    TF_CUDA_CHECK(cudaMemsetAsync(in_rows_.get(), 0, sizeof(DeviceRow), stream_));
+    TF_CUDA_CHECK(cudaMemsetAsync(in_out_rows_.get(), 0, sizeof(int32_t), stream_));
+    TF_CUDA_CHECK(cudaMemsetAsync(in_samplers_.get(), 0, sizeof(DeviceSampler), stream_));
+    launch_layers(1, 1, 1);
+    TF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+
     if (info) {
         info->device_name = device.name;
         info->weight_bytes = up.size();
