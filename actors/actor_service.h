@@ -28,6 +28,7 @@ struct ActorServiceOptions {
     engine::EngineOptions engine;        // max_streams, ctx_size, prompt cache, drafter, lanes
     int reader_threads = 1;              // recall_reader pool size
     int max_waiting = 256;               // queued requests beyond this: Overloaded
+    bool lone_driver = true;             // a lone stream's rounds run on the lane, back to back
     std::chrono::milliseconds disk_check_interval{10000};  // supervisor's free-disk probe
 };
 

@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 
 namespace tf::actors {
 
@@ -11,6 +12,13 @@ struct Slot {
     stream_actor stream;
     model::StreamId kv = 0;
     bool awaiting = false;  // answered (opened or verdict) and not yet heard from
+};
+
+// A lone stream lent to the lane.
+struct Solo {
+    LentStream lent;
+    bool reclaimed = false;  // its actor asked for it back (a cancel)
+    bool asking = false;     // a record query is in flight
 };
 
 struct LaneState {
@@ -23,6 +31,7 @@ struct LaneState {
     std::vector<model::Row> rows;                  // the round's rows, kept to reuse their memory
     std::vector<model::SamplingParams> samplers;   // per pending stream, in round order
     model::RowOutputs outputs;
+    std::optional<Solo> solo;
     ServiceMetrics metrics;
     static inline const char* name = "gpu_lane";
 
@@ -60,6 +69,7 @@ void run_round(Self self) {
     }
     backend.forward(s.rows, s.samplers, s.outputs);
     ++s.metrics.rounds_total;
+    const bool alone = s.options.lone_driver && s.pending.size() == 1 && s.slots.size() == 1 && s.waiting.empty();
     size_t first_token = 0;
     for (auto& [handle, part] : s.pending) {
         const auto count = static_cast<size_t>(part.sampled_rows());
@@ -70,7 +80,7 @@ void run_round(Self self) {
         const int32_t keep = engine::kv_after(part, verdict);
         if (backend.stream_length(slot.kv) > keep) backend.truncate(slot.kv, keep);  // rejected drafts
         slot.awaiting = true;
-        self->send(slot.stream, verdict_atom::value, verdict);
+        self->send(slot.stream, verdict_atom::value, verdict, alone);
     }
     s.pending.clear();
 }
@@ -94,6 +104,7 @@ void close_slot(Self self, uint64_t handle, const std::vector<model::TokenId>* k
     model::Backend& backend = *s.options.backend;
     const model::StreamId kv = found->second.kv;
     self->demonitor(found->second.stream.address());
+    if (s.solo && s.solo->lent.handle == handle) s.solo.reset();  // its actor failed while lent
     s.slots.erase(found);
     s.pending.erase(handle);
     if (kept_tokens && !kept_tokens->empty()) {
@@ -108,6 +119,93 @@ void close_slot(Self self, uint64_t handle, const std::vector<model::TokenId>* k
         open_slot(self, std::move(next));
     }
     maybe_run(self);
+}
+
+// The lone-stream driver. A lent stream's rounds are the ones its actor
+// would have run (the same drafting calls, the same forward of its rows
+// alone, the same landing), so its tokens are the same; what it saves is
+// the two messages and thread hand-offs a token costs through the actor.
+
+bool alone(const LaneState& s) { return s.slots.size() == 1 && s.waiting.empty(); }
+
+bool lent_here(Self self, uint64_t handle) { return self->state.solo && self->state.solo->lent.handle == handle; }
+
+// Gives the stream back to its actor with the last round's unreported update.
+void hand_back(Self self, StreamEvent event) {
+    LaneState& s = self->state;
+    const uint64_t handle = s.solo->lent.handle;
+    s.solo.reset();
+    Slot& slot = s.slots.at(handle);
+    slot.awaiting = true;  // its next rows come from the actor
+    self->send(slot.stream, resume_atom::value, std::move(event));
+}
+
+void solo_round(Self self, engine::Draft draft) {
+    LaneState& s = self->state;
+    Solo& solo = *s.solo;
+    engine::Stream& stream = *solo.lent.stream;
+    const Slot& slot = s.slots.at(solo.lent.handle);
+    model::Backend& backend = *s.options.backend;
+
+    engine::StreamRows part = stream.next_rows(0, std::move(draft));  // decoding: no prompt rows left
+    part.kv = slot.kv;
+    for (model::Row& row : part.rows) row.stream = slot.kv;
+    engine::use_sampler(part, 0);
+    backend.forward(part.rows, {&part.sampling, 1}, s.outputs);
+    ++s.metrics.rounds_total;
+    ++s.metrics.lone_rounds_total;
+    const engine::Verdict verdict = engine::judge(part, s.outputs.tokens);
+    const int32_t keep = engine::kv_after(part, verdict);
+    if (backend.stream_length(slot.kv) > keep) backend.truncate(slot.kv, keep);  // rejected drafts
+
+    // What the actor does with a verdict (stream_actor.cpp), up to the event.
+    engine::StreamUpdate update;
+    stream.apply(verdict, update);
+    if (stream.verified_last_round()) {
+        engine::Drafter::stream_outcome(stream);
+        if (solo.lent.writer && stream.draft().source == engine::DraftSource::record) {
+            self->send(solo.lent.writer, outcome_atom::value, CopyOutcome{stream.draft(), stream.last_landed_drafts()});
+        }
+    }
+    StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {}};
+    if (stream.finished() || solo.reclaimed || !alone(s)) return hand_back(self, std::move(event));
+    if (!event.tokens.empty() || !event.text.empty()) self->send(slot.stream, event_atom::value, std::move(event));
+    // The next round comes after whatever is in the mailbox: an arriving
+    // stream or a reclaim is seen at the next step.
+    self->send(self, step_atom::value);
+}
+
+// One round's draft, as the actor's next_round() builds it: own context,
+// then a record copy when the stream may ask.
+void solo_step(Self self) {
+    LaneState& s = self->state;
+    if (!s.solo || s.solo->asking) return;
+    Solo& solo = *s.solo;
+    if (solo.reclaimed || !alone(s)) return hand_back(self, StreamEvent{});
+    engine::Stream& stream = *solo.lent.stream;
+    const engine::Drafter& drafter = *solo.lent.drafter;
+    const int32_t room = drafter.start_round(stream);
+    engine::Draft own = drafter.own_context_draft(stream, room);
+    if (room <= 0 || !solo.lent.reader || !stream.offer_state().may_ask_record()) {
+        return solo_round(self, std::move(own));
+    }
+    DraftQuery query{engine::Drafter::lookup_tail(stream), room, stream.offer_state().own_expected_landed()};
+    solo.asking = true;
+    const uint64_t handle = solo.lent.handle;
+    // The round runs once the answer is in, even if a stream arrived or a
+    // reclaim came meanwhile: a round in flight lands first, as in the actor.
+    self->request(solo.lent.reader, caf::infinite, draft_atom::value, std::move(query))
+        .then(
+            [self, handle, own](engine::Draft copy) mutable {
+                if (!lent_here(self, handle)) return;
+                self->state.solo->asking = false;
+                solo_round(self, copy.source == engine::DraftSource::record ? std::move(copy) : std::move(own));
+            },
+            [self, handle, own](caf::error&) mutable {
+                if (!lent_here(self, handle)) return;  // a reader that failed costs the round its copy
+                self->state.solo->asking = false;
+                solo_round(self, std::move(own));
+            });
 }
 
 lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
@@ -155,6 +253,17 @@ lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
             std::erase_if(self->state.waiting, [&](const OpenStream& waiting) { return waiting.handle == release.handle; });
             close_slot(self, release.handle, &release.kept_tokens);
         },
+        [self](lend_atom, LentStream& lent) {
+            if (!self->state.slots.count(lent.handle)) return;
+            self->state.solo = Solo{std::move(lent)};
+            solo_step(self);
+        },
+        [self](reclaim_atom, uint64_t handle) {
+            if (!lent_here(self, handle)) return;
+            self->state.solo->reclaimed = true;
+            if (!self->state.solo->asking) hand_back(self, StreamEvent{});
+        },
+        [self](step_atom) { solo_step(self); },
         [self](metrics_atom) {
             ServiceMetrics m = self->state.metrics;
             m.requests_running = static_cast<int64_t>(self->state.slots.size());

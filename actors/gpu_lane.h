@@ -2,7 +2,9 @@
 // streams' KV caches (with the prompt cache), collects the rows streams send,
 // and runs a round as soon as every stream it has answered has sent its next
 // rows (or ended): one batched forward, then a verdict per stream (verify.h).
-// Streams beyond max_streams wait in order for a free slot.
+// Streams beyond max_streams wait in order for a free slot. A stream alone
+// on the lane may lend itself to it (LentStream in messages.h): the lane
+// then drafts and lands its rounds itself, back to back.
 #pragma once
 
 #include "actors/messages.h"
@@ -16,6 +18,7 @@ struct LaneOptions {
     int32_t context_size = 0;
     int32_t max_streams = 16;
     int64_t prompt_cache_tokens = 1 << 16;
+    bool lone_driver = true;  // invite a lone stream to lend itself
 };
 
 lane_actor spawn_gpu_lane(caf::actor_system& system, LaneOptions options, bool detached);

@@ -43,6 +43,7 @@ struct ServiceMetrics {
     int64_t requests_waiting = 0;
     int64_t requests_total = 0;
     int64_t rounds_total = 0;
+    int64_t lone_rounds_total = 0;        // of which run by the lone-stream driver
     int64_t prompt_tokens_total = 0;      // prompt tokens of finished requests
     int64_t prompt_tokens_computed = 0;   // of which run through the model (past the resume point)
     int64_t generation_tokens_total = 0;

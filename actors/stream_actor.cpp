@@ -8,8 +8,9 @@ namespace {
 
 struct StreamState {
     StreamOptions options;
-    std::unique_ptr<engine::Stream> stream;
+    std::shared_ptr<engine::Stream> stream;  // shared only while lent to the lane
     bool cancelled = false;
+    bool lent = false;  // the lane runs the stream's rounds (lone-stream driver)
     static inline const char* name = "stream";
 };
 
@@ -79,6 +80,29 @@ void next_round(Self self) {
             });
 }
 
+// What follows a landed round, here or (for a lent stream) on the lane: the
+// event, then the end, a cancel, or the next round. A stream alone on the
+// lane lends itself when it is decoding: the lane then runs its rounds.
+void after_round(Self self, StreamEvent event, bool alone) {
+    StreamState& s = self->state;
+    engine::Stream& stream = *s.stream;
+    if (stream.finished()) return finish(self, std::move(event));
+    if (!event.tokens.empty() || !event.text.empty()) s.options.on_event(std::move(event));
+    if (s.cancelled) return cancelled(self);
+    if (alone && !stream.prefilling()) {
+        LentStream lent;
+        lent.handle = s.options.handle;
+        lent.stream = s.stream;
+        lent.drafter = s.options.drafter;
+        if (!s.options.readers.empty()) lent.reader = s.options.readers[s.options.handle % s.options.readers.size()];
+        lent.writer = s.options.writer;
+        s.lent = true;
+        self->send(s.options.lane, lend_atom::value, std::move(lent));
+        return;
+    }
+    next_round(self);
+}
+
 stream_actor::behavior_type stream_behavior(Self self, StreamOptions options) {
     self->state.options = std::move(options);
     StreamState& s = self->state;
@@ -87,13 +111,13 @@ stream_actor::behavior_type stream_behavior(Self self, StreamOptions options) {
     return {
         [self](opened_atom, int32_t resume_point) {
             StreamState& s = self->state;
-            s.stream = std::make_unique<engine::Stream>(s.options.handle, 0, s.options.request, resume_point,
+            s.stream = std::make_shared<engine::Stream>(s.options.handle, 0, s.options.request, resume_point,
                                                         s.options.context_size,
                                                         s.options.decoders ? s.options.decoders() : nullptr);
             if (s.cancelled) return cancelled(self);
             next_round(self);
         },
-        [self](verdict_atom, engine::Verdict& verdict) {
+        [self](verdict_atom, engine::Verdict& verdict, bool alone) {
             StreamState& s = self->state;
             engine::Stream& stream = *s.stream;
             engine::StreamUpdate update;
@@ -105,15 +129,19 @@ stream_actor::behavior_type stream_behavior(Self self, StreamOptions options) {
                                CopyOutcome{stream.draft(), stream.last_landed_drafts()});
                 }
             }
-            StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {}};
-            if (stream.finished()) return finish(self, std::move(event));
-            if (!event.tokens.empty() || !event.text.empty()) s.options.on_event(std::move(event));
-            if (s.cancelled) return cancelled(self);
-            next_round(self);
+            after_round(self, StreamEvent{std::move(update.tokens), std::move(update.text), update.finish, 0, {}},
+                        alone);
+        },
+        [self](event_atom, StreamEvent& event) { self->state.options.on_event(std::move(event)); },
+        [self](resume_atom, StreamEvent& event) {
+            // Back from the lane: `event` is the last round it ran, not yet reported.
+            self->state.lent = false;
+            after_round(self, std::move(event), false);
         },
         [self](cancel_atom) {
             // Takes effect at the stream's next step: a round in flight lands first.
             self->state.cancelled = true;
+            if (self->state.lent) self->send(self->state.options.lane, reclaim_atom::value, self->state.options.handle);
             if (!self->state.stream) {
                 // Not opened yet: the lane drops the request when the release arrives.
                 StreamEvent last;

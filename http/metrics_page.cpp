@@ -89,6 +89,9 @@ std::string render_metrics(const actors::ServiceMetrics& service, const actors::
     m.gauge("tensorfold_requests_running", "Requests decoding now.", d(service.requests_running));
     m.gauge("tensorfold_requests_waiting", "Requests queued for a stream slot.", d(service.requests_waiting));
     m.counter("tensorfold_rounds_total", "Engine rounds run (one batched forward each).", d(service.rounds_total));
+    m.counter("tensorfold_lone_stream_rounds_total",
+              "Rounds of a stream alone on the lane, run back to back by the lane itself (included in rounds_total).",
+              d(service.lone_rounds_total));
     m.histogram("tensorfold_time_to_first_token_seconds",
                 "Seconds from a request's arrival to its first generated token.", timings.time_to_first_token);
     m.histogram("tensorfold_request_latency_seconds", "Seconds from a request's arrival to its last token.",

@@ -15,6 +15,7 @@
 
 #include "actors/actor_service.h"
 #include "engine/calibrate.h"
+#include "gpu/cuda_backend.h"
 #include "gpu/device.h"
 #include "http/router.h"
 #include "http/server.h"
@@ -98,17 +99,30 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
                              "record, so a Flash Next server refuses --recall; start it without the --recall flags");
         }
     }
-    if (config.device == config::Device::cuda) {
-        throw ServeError("--device cuda: the CUDA backend is not built yet; use --device cpu (or auto)");
-    }
+    // The device is settled before any weight loads: a wrong --device costs nothing.
     std::string why_none;
-    for (const auto& d : gpu::list_devices(&why_none)) {
-        spdlog::info("CUDA device {}: {} ({} MiB); serving on the CPU: the CUDA backend is not built yet", d.index,
-                     d.name, d.memory_bytes >> 20);
+    const std::vector<gpu::DeviceInfo> devices = gpu::list_devices(&why_none);
+    config::DeviceChoice device;
+    try {
+        device = config::resolve_device(config.device, gpu::built_with_cuda(), static_cast<int>(devices.size()), why_none);
+    } catch (const std::invalid_argument& e) {
+        throw ServeError(e.what());
+    }
+    if (config.device == config::Device::automatic && !device.note.empty()) {
+        spdlog::info("--device auto: serving on the CPU: {}", device.note);
     }
 
     const auto load_start = std::chrono::steady_clock::now();
-    std::unique_ptr<model::Backend> backend = model::load_cpu_backend(config.model_dir, config.threads);
+    std::unique_ptr<model::Backend> backend;
+    gpu::CudaLoadInfo cuda;
+    if (device.device == config::Device::cuda) {
+        gpu::CudaOptions cuda_options;
+        cuda_options.device = devices.front().index;
+        cuda_options.memory_fraction = config.gpu_memory_fraction;
+        backend = gpu::load_cuda_backend(config.model_dir, cuda_options, &cuda);
+    } else {
+        backend = model::load_cpu_backend(config.model_dir, config.threads);
+    }
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
     const model::ModelConfig& model_config = backend->config();
@@ -135,26 +149,52 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         record = recall::Record::open(std::move(options));
     }
 
+    // On a GPU the KV cache is one pool the weights left room for: every
+    // stream may grow to its context, and the prompt cache keeps its share.
+    int max_streams = config.max_streams;
+    int64_t prompt_cache_tokens = engine::EngineOptions{}.prompt_cache_tokens;
+    if (device.device == config::Device::cuda) {
+        prompt_cache_tokens = std::min<int64_t>(prompt_cache_tokens, cuda.kv_tokens / 4);
+        const int64_t fit = (cuda.kv_tokens - prompt_cache_tokens) / ctx_size;
+        if (fit < 1) {
+            throw ServeError("the GPU's KV cache holds " + std::to_string(cuda.kv_tokens) +
+                             " tokens, not one stream of --ctx-size " + std::to_string(ctx_size) +
+                             ": lower --ctx-size or raise --gpu-memory-fraction");
+        }
+        if (fit < max_streams) {
+            spdlog::warn("--max-streams {}: the GPU's KV cache of {} tokens holds {} streams of {} tokens; serving {}",
+                         max_streams, cuda.kv_tokens, fit, ctx_size, fit);
+            max_streams = static_cast<int>(fit);
+        }
+    }
+
     const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get());
     const int threads = cpu ? cpu->threads() : config.threads;
+    std::string device_text;
+    if (device.device == config::Device::cuda) {
+        device_text = fmt::format("device cuda ({}, bf16 weights {} MiB, KV cache {} tokens)", cuda.device_name,
+                                  cuda.weight_bytes >> 20, cuda.kv_tokens);
+    } else {
+        device_text = fmt::format("device cpu ({}, {} activations)", cpu ? model::kernels::isa_name(cpu->isa()) : "?",
+                                  cpu ? model::kernels::activations_name(cpu->activations()) : "?");
+    }
     // The startup line ends with the record's state and size, matching what
     // GET /v1/recall reports (docs/recall.md, "Flags" and "GET /v1/recall").
     // The weights need no repacking on any CPU path (the bf16 checkpoint
     // layout is what both the FMA and the VDPBF16PS kernels read), so the
     // load time is the mapping plus the conversion of non-bf16 tensors.
-    spdlog::info("tensorfold serve: model {} ({}, {}), device cpu ({}, {} activations), weights loaded in {:.0f} ms, "
+    spdlog::info("tensorfold serve: model {} ({}, {}), {}, weights loaded in {:.0f} ms, "
                  "{} threads, context {} tokens, {} streams, cost curve measured in {:.0f} ms ({}); recall: {}",
-                 model_name, joined(arch), config.model_dir, cpu ? model::kernels::isa_name(cpu->isa()) : "?",
-                 cpu ? model::kernels::activations_name(cpu->activations()) : "?", load_ms, threads, ctx_size,
-                 config.max_streams, cost_ms, calibration.summary(),
-                 record ? record->summary() : std::string("off"));
+                 model_name, joined(arch), config.model_dir, device_text, load_ms, threads, ctx_size, max_streams,
+                 cost_ms, calibration.summary(), record ? record->summary() : std::string("off"));
 
     actors::ActorServiceOptions options;
     options.backend = backend.get();
     options.tokenizer = &tokenizer;
     options.record = record.get();
     options.cost = calibration.curve;
-    options.engine.max_streams = config.max_streams;
+    options.engine.max_streams = max_streams;
+    options.engine.prompt_cache_tokens = prompt_cache_tokens;
     options.engine.ctx_size = ctx_size;
     std::unique_ptr<actors::Service> service = actors::start_actor_service(std::move(options));
 

@@ -41,14 +41,6 @@ TEST(Startup, AFlashNextModelRefusesRecallBeforeItLoads) {
     EXPECT_FALSE(fs::exists(dir / "record")) << "no record is opened";
 }
 
-TEST(Startup, DeviceCudaSaysTheBackendIsNotBuiltYet) {
-    ServerProcess server({"--device", "cuda"});
-    EXPECT_FALSE(server.listening());
-    EXPECT_EQ(server.wait(), 1);
-    EXPECT_NE(server.output().find("--device cuda: the CUDA backend is not built yet"), std::string::npos)
-        << server.output();
-}
-
 TEST(Startup, APortInUseIsAnErrorNamingIt) {
     ServerProcess first({});
     ASSERT_TRUE(first.listening()) << first.output();

@@ -26,6 +26,7 @@ std::string page(recall::RecallState state) {
     service.requests_running = 2;
     service.requests_waiting = 1;
     service.rounds_total = 40;
+    service.lone_rounds_total = 25;
     service.prompt_tokens_total = 100;
     service.generation_tokens_total = 64;
     service.drafts.own_drafted = 12;
@@ -82,6 +83,7 @@ TEST(MetricsPage, ServiceCountersAndGauges) {
     EXPECT_EQ(sample(text, "tensorfold_requests_running"), 2);
     EXPECT_EQ(sample(text, "tensorfold_requests_waiting"), 1);
     EXPECT_EQ(sample(text, "tensorfold_rounds_total"), 40);
+    EXPECT_EQ(sample(text, "tensorfold_lone_stream_rounds_total"), 25);
 }
 
 TEST(MetricsPage, LatencyHistogramsAreInSeconds) {
