@@ -93,6 +93,11 @@ CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
                                                                    : std::string("must be a number in (0, 1]");
             },
             "FRACTION"));
+    serve->add_option("--draft-tokens", c.draft_tokens,
+                      "Longest draft a stream takes from its own context (0: none; replies are the same tokens "
+                      "at every setting). Record copies are Recall's and keep their own window")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 32));
     serve->add_option("--log-level", c.log_level, "Log level")
         ->capture_default_str()
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

@@ -35,6 +35,7 @@ std::string describe(const ServerConfig& c) {
         << "threads: " << (c.threads == 0 ? std::string("all cores") : std::to_string(c.threads)) << "\n"
         << "device: " << to_string(c.device) << "\n"
         << "gpu memory fraction: " << c.gpu_memory_fraction << "\n"
+        << "draft tokens: " << c.draft_tokens << "\n"
         << "log level: " << c.log_level << "\n";
     if (!c.recall.enabled) {
         out << "recall: off\n";

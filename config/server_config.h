@@ -38,7 +38,8 @@ struct ServerConfig {
     int max_streams = 16;
     int threads = 0;                // 0: every core the process may use
     Device device = Device::automatic;
-    double gpu_memory_fraction = 0.90;  // share of the GPU's memory for weights, KV cache and scratch
+    double gpu_memory_fraction = 0.90;
+    int draft_tokens = 32;              // longest own-context draft; 0: no own-context drafts  // share of the GPU's memory for weights, KV cache and scratch
     std::string log_level = "info";
     RecallConfig recall;
 };

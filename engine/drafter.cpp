@@ -48,6 +48,7 @@ Draft Drafter::next_draft(Stream& stream) const {
 
 Draft Drafter::own_context_draft(Stream& stream, int32_t room) const {
     Draft draft;
+    room = std::min(room, options_.own_context_tokens);
     if (!options_.own_context || room <= 0) return draft;
     const ContextMatch match = stream.context().longest_match();
     if (match.length == 0) return draft;

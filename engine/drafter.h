@@ -19,8 +19,9 @@
 namespace tf::engine {
 
 struct DrafterOptions {
-    int32_t max_draft = 32;   // longest window, in tokens
-    bool own_context = true;  // draft from the stream's own context
+    int32_t max_draft = 32;           // longest window, in tokens
+    bool own_context = true;          // draft from the stream's own context
+    int32_t own_context_tokens = 32;  // longest own-context draft (serve --draft-tokens)
 };
 
 class Drafter {

@@ -195,6 +195,8 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     options.cost = calibration.curve;
     options.engine.max_streams = max_streams;
     options.engine.prompt_cache_tokens = prompt_cache_tokens;
+    options.engine.drafter.own_context = config.draft_tokens > 0;
+    options.engine.drafter.own_context_tokens = config.draft_tokens;
     options.engine.ctx_size = ctx_size;
     std::unique_ptr<actors::Service> service = actors::start_actor_service(std::move(options));
 

@@ -179,6 +179,14 @@ TEST(ServeFlags, DeviceChoices) {
     expect_rejected({"--device", "tpu"}, "--device");
 }
 
+TEST(ServeFlags, DraftTokensBoundOwnContextDrafts) {
+    EXPECT_EQ(serve({}).draft_tokens, 32);
+    EXPECT_EQ(serve({"--draft-tokens", "0"}).draft_tokens, 0);
+    EXPECT_EQ(serve({"--draft-tokens", "8"}).draft_tokens, 8);
+    expect_rejected({"--draft-tokens", "-1"}, "--draft-tokens");
+    expect_rejected({"--draft-tokens", "33"}, "--draft-tokens");
+}
+
 TEST(ServeFlags, GpuMemoryFractionIsAShareOfOne) {
     EXPECT_DOUBLE_EQ(serve({}).gpu_memory_fraction, 0.90);
     EXPECT_DOUBLE_EQ(serve({"--gpu-memory-fraction", "0.5"}).gpu_memory_fraction, 0.5);
@@ -233,7 +241,7 @@ TEST(Help, ServeHelpListsEveryFlagWithItsDefault) {
     EXPECT_FALSE(outcome.run);
     EXPECT_EQ(outcome.exit_code, 0);
     for (const char* flag : {"MODEL", "--host", "--port", "--api-key", "--served-model-name", "--ctx-size",
-                             "--max-streams", "--threads", "--device", "--gpu-memory-fraction", "--log-level", "--recall", "--recall-dir",
+                             "--max-streams", "--threads", "--device", "--gpu-memory-fraction", "--draft-tokens", "--log-level", "--recall", "--recall-dir",
                              "--recall-gib", "--recall-read-only"}) {
         EXPECT_NE(outcome.message.find(flag), std::string::npos) << flag << " missing from:\n" << outcome.message;
     }

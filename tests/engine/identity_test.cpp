@@ -120,6 +120,19 @@ TEST_F(IdentityTest, TwoHundredCasesAreIdenticalWithRecallOffOnAndReadOnly) {
     }
 }
 
+// serve --draft-tokens N: own-context drafts of at most N tokens, and the
+// same replies at every N (0 is the plain reference itself).
+TEST_F(IdentityTest, OwnContextDraftsOfAnyLengthGiveTheSameReplies) {
+    for (const int32_t n : {3}) {
+        EngineOptions options;
+        options.drafter.own_context_tokens = n;
+        Engine engine(tinycode(), CostCurve::flat(64), options);
+        expect_identical(engine, ("--draft-tokens " + std::to_string(n)).c_str());
+        EXPECT_GT(engine.totals().own_drafted, 0);
+        EXPECT_LE(engine.totals().own_drafted, n * engine.totals().rounds) << "a draft longer than " << n;
+    }
+}
+
 TEST_F(IdentityTest, ConcurrentMixesWithoutDraftsMatchEachStreamAlone) {
     Engine plain(tinycode(), CostCurve::flat(64), plain_options());
     expect_identical(plain, "no drafts, concurrent");
