@@ -2,9 +2,11 @@
 // tinycode model: identity under concurrency, cancellation, recall routes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "../engine/engine_fixture.h"
 #include "actors/actor_service.h"
@@ -26,9 +28,14 @@ public:
             if (event.finish != engine::FinishReason::running) {
                 finish_ = event.finish;
                 counters_ = event.counters;
-                done_.notify_all();
             }
+            done_.notify_all();
         };
+    }
+    // Waits for the request's first event: it has a slot and is generating.
+    bool wait_for_first_event() {
+        std::unique_lock lock(mutex_);
+        return done_.wait_for(lock, std::chrono::seconds(120), [&] { return events_ > 0; });
     }
     std::vector<model::TokenId> wait() {
         std::unique_lock lock(mutex_);
@@ -136,7 +143,10 @@ TEST(ActorService, CancelEndsAStreamAndServingGoesOn) {
     long_request.stop_tokens.clear();
     Reply cancelled;
     const RequestHandle handle = service->submit(long_request, cancelled.callback());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Cancel a stream that is running (not one still waiting to be opened):
+    // its first event says it is. 2000 tokens take far longer than one round,
+    // so it is still running when the cancel arrives.
+    ASSERT_TRUE(cancelled.wait_for_first_event()) << "no event from the long request within 120 s";
     service->cancel(handle);
     cancelled.wait();
     EXPECT_EQ(cancelled.finish(), engine::FinishReason::cancelled);
@@ -172,7 +182,12 @@ TEST(ActorService, AStreamActorThatFailsDoesNotTakeTheLaneDown) {
     Reply other;
     service->submit(sixteen_requests()[4], other.callback());
     EXPECT_EQ(other.wait().size(), 24u);
-    for (int i = 0; i < 100 && service->metrics().requests_running > 0; ++i) {
+    // The lane frees the failed stream's slot when its down message arrives,
+    // at no point the test can wait on directly: poll the gauge itself until
+    // it reads 0 (the deadline only turns a slot that is never freed into a
+    // failure).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (service->metrics().requests_running > 0 && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     EXPECT_EQ(service->metrics().requests_running, 0) << "the failed stream's slot and KV are released";

@@ -2,10 +2,19 @@
 // record's files, and identical replies with Recall off, on and read-only.
 // Every record lives in a temp dir (--recall-dir), never in ~/.cache.
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "server_process.h"
 
@@ -32,17 +41,55 @@ json recall_report(const ServerProcess& server) {
     return json::parse(r.body);
 }
 
-// The record's writer adds a request's ids after its reply has gone out;
-// waits until the record holds at least `ids` ids (or 10 s pass).
-json wait_for_ids(const ServerProcess& server, uint64_t ids) {
-    json report;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    do {
-        report = recall_report(server);
-        if (report["ids"].get<uint64_t>() >= ids) break;
+// The record's writer (an actor) takes a request's copy outcomes and then its
+// ids after the reply has gone out, so a report read right after a reply may
+// not show them yet. These helpers poll GET /v1/recall until the report shows
+// what the test waits for. The deadline is generous (a loaded machine is
+// slow) and only turns "never" into a failure naming what was awaited.
+constexpr std::chrono::seconds kDeadline{60};
+
+json wait_for_report(const ServerProcess& server, const std::function<bool(const json&)>& condition,
+                     const std::string& what) {
+    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+    json report = recall_report(server);
+    while (!condition(report)) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            ADD_FAILURE() << "waited " << kDeadline.count() << " s for " << what << "; last report: " << report;
+            break;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    } while (std::chrono::steady_clock::now() < deadline);
+        report = recall_report(server);
+    }
     return report;
+}
+
+// Until the record holds at least `ids` ids.
+json wait_for_ids(const ServerProcess& server, uint64_t ids) {
+    return wait_for_report(
+        server, [ids](const json& r) { return r["ids"].get<uint64_t>() >= ids; },
+        "at least " + std::to_string(ids) + " ids");
+}
+
+// Until the writer has taken `adds` requests since the server started (or
+// since the last DELETE). A request's copy outcomes are sent to the writer
+// (by its stream actor, or by the lane while it drives a lone stream) before
+// the stream actor sends its ids, and the writer takes its mailbox in the
+// order messages were sent, so then the report's landing counters are final
+// for those requests too. Only a writing record counts adds.
+json wait_for_adds(const ServerProcess& server, uint64_t adds) {
+    return wait_for_report(
+        server, [adds](const json& r) { return r["adds"].get<uint64_t>() >= adds; },
+        std::to_string(adds) + " adds");
+}
+
+// For a server whose record refuses DELETE (read-only or following): the
+// supervisor hands a DELETE to the writer actor, which takes it after every
+// message sent to it earlier (the outcomes and ids of every reply already
+// received), and a refused DELETE changes nothing. Once it has answered 409,
+// the report shows all the writer will ever do for those replies.
+void writer_barrier(const ServerProcess& server) {
+    const Response refused = server.request("DELETE", "/v1/recall");
+    ASSERT_EQ(refused.status, 409) << refused.body;
 }
 
 std::string reply_text(const Response& r) {
@@ -58,6 +105,44 @@ std::vector<fs::path> chunk_files(const std::string& dir) {
     std::sort(chunks.begin(), chunks.end());
     return chunks;
 }
+
+// The files created or written in a directory since the watch began
+// (inotify, read without blocking: the caller orders its events first).
+class DirectoryWatch {
+public:
+    explicit DirectoryWatch(const std::string& dir) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+        EXPECT_GE(fd_, 0) << "inotify_init1: " << std::strerror(errno);
+        if (fd_ >= 0) {
+            EXPECT_GE(::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MODIFY | IN_MOVED_TO), 0)
+                << "inotify_add_watch " << dir << ": " << std::strerror(errno);
+        }
+    }
+    ~DirectoryWatch() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    DirectoryWatch(const DirectoryWatch&) = delete;
+    DirectoryWatch& operator=(const DirectoryWatch&) = delete;
+
+    // Names starting with `prefix` of the files created, written or moved in,
+    // in order, repeats kept.
+    std::vector<std::string> written(const std::string& prefix) const {
+        std::vector<std::string> names;
+        alignas(inotify_event) char buffer[8192];
+        for (;;) {
+            const ssize_t n = fd_ >= 0 ? ::read(fd_, buffer, sizeof buffer) : -1;
+            if (n <= 0) break;
+            for (ssize_t at = 0; at < n;) {
+                const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+                if (event->len > 0 && std::string(event->name).rfind(prefix, 0) == 0) names.emplace_back(event->name);
+                at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+            }
+        }
+        return names;
+    }
+
+private:
+    int fd_;
+};
 
 double metric(const std::string& text, const std::string& series) {
     std::istringstream lines(text);
@@ -103,7 +188,7 @@ TEST(RecallE2e, ARegeneratedRequestCopiesItsEarlierReply) {
 
     const std::string second = reply_text(server.post("/v1/completions", sampled_request()));
     EXPECT_EQ(second, first);
-    const json report = recall_report(server);
+    const json report = wait_for_adds(server, 2);
     EXPECT_GE(report["copies_offered"].get<uint64_t>(), 1u) << report;
     EXPECT_GE(report["tokens_landed"].get<uint64_t>(), 1u) << report;
     EXPECT_GT(report["landing_rate"].get<double>(), 0.5) << report;
@@ -144,12 +229,13 @@ TEST(RecallE2e, RepliesAreTheSameTokensWithRecallOffOnAndReadOnly) {
         on_first = reply_text(on.post("/v1/completions", sampled_request()));
         wait_for_ids(on, 64);
         on_second = reply_text(on.post("/v1/completions", sampled_request()));
-        EXPECT_GT(recall_report(on)["tokens_landed"].get<uint64_t>(), 0u);
+        EXPECT_GT(wait_for_adds(on, 2)["tokens_landed"].get<uint64_t>(), 0u);
     }
     {
         ServerProcess read_only({"--recall-dir", dir / "record", "--recall-read-only"});
         ASSERT_TRUE(read_only.listening()) << read_only.output();
         read_only_reply = reply_text(read_only.post("/v1/completions", sampled_request()));
+        writer_barrier(read_only);  // the reply's copy outcomes are counted
         const json report = recall_report(read_only);
         EXPECT_EQ(report["state"], "read-only");
         EXPECT_GT(report["tokens_landed"].get<uint64_t>(), 0u) << "read-only still drafts from the record";
@@ -208,7 +294,9 @@ TEST(RecallE2e, ReadOnlyAndFollowingServersRefuseDeleteWith409) {
     EXPECT_GT(ids, 0u);
     reply_text(follower.post("/v1/completions",
                              json{{"model", "tinycode"}, {"prompt", "import json\n"}, {"max_tokens", 24}}.dump()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Not "wait a while and see nothing happened": the refused DELETE comes
+    // back only after the writer has taken (and refused) this reply's ids.
+    writer_barrier(follower);
     EXPECT_EQ(recall_report(follower)["ids"], ids);
     follower.stop();
 
@@ -249,11 +337,20 @@ TEST(RecallE2e, AChunkThatCannotBeDeletedIs500NamingItUntilALaterDeleteSucceeds)
     EXPECT_EQ(recall_report(server)["state"], "paused-delete");
     EXPECT_EQ(metric(server.get("/metrics").body, R"(tensorfold_recall_state{state="paused-delete"})"), 1);
     // Nothing is added while paused (a request of new text would add its ids).
+    // A paused record counts no adds, so there is no counter to wait for (a
+    // count of refused adds in GET /v1/recall would be one). Instead: watch
+    // the directory, send the request, then DELETE again. That DELETE still
+    // fails (the chunk directory is still there) and is answered by the
+    // writer only after it has taken the request's ids, so by its answer an
+    // add that went wrong has written a chunk file, which inotify reports even
+    // though the DELETE removes it again.
     const uint64_t ids = recall_report(server)["ids"];
+    const DirectoryWatch watch(record);
     reply_text(server.post("/v1/completions",
                            json{{"model", "tinycode"}, {"prompt", "import json\n"}, {"max_tokens", 24}}.dump()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     EXPECT_EQ(recall_report(server)["ids"], ids);
+    EXPECT_EQ(server.request("DELETE", "/v1/recall").status, 500) << "the barrier DELETE should still fail";
+    EXPECT_EQ(watch.written("chunk-"), std::vector<std::string>{}) << "a paused record wrote chunk files";
 
     fs::remove_all(chunk);
     const Response recovered = server.request("DELETE", "/v1/recall");
@@ -321,7 +418,7 @@ TEST(RecallE2e, ARestartKeepsTheRecord) {
     EXPECT_EQ(after["disk_bytes"], before["disk_bytes"]);
     // The restarted server copies the reply it wrote before the restart.
     EXPECT_EQ(reply_text(again.post("/v1/completions", sampled_request())), reply);
-    EXPECT_GT(recall_report(again)["tokens_landed"].get<uint64_t>(), 0u);
+    EXPECT_GT(wait_for_adds(again, 1)["tokens_landed"].get<uint64_t>(), 0u);
 }
 
 TEST(RecallE2e, RecallRoutesNeedTheApiKey) {

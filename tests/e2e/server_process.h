@@ -14,6 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -118,20 +119,14 @@ public:
         ::close(fds[1]);
         fd_ = fds[0];
         reader_ = std::thread([this] { drain(); });
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        // Woken by each piece of output the reader thread appends; 120 s only
+        // bounds a server that never says it listens (listening() is then false).
         const std::regex listening(R"(listening on http://[^:\s]+:(\d+))");
-        while (std::chrono::steady_clock::now() < deadline) {
-            {
-                std::lock_guard lock(mutex_);
-                std::smatch m;
-                if (std::regex_search(output_, m, listening)) {
-                    port_ = static_cast<uint16_t>(std::stoi(m[1]));
-                    return;
-                }
-                if (eof_) return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
+        std::smatch m;
+        std::unique_lock lock(mutex_);
+        output_changed_.wait_for(lock, std::chrono::seconds(120),
+                                 [&] { return std::regex_search(output_, m, listening) || eof_; });
+        if (!m.empty()) port_ = static_cast<uint16_t>(std::stoi(m[1]));
     }
 
     ~ServerProcess() { stop(); }
@@ -189,9 +184,11 @@ private:
             std::lock_guard lock(mutex_);
             if (n <= 0) {
                 eof_ = true;
+                output_changed_.notify_all();
                 return;
             }
             output_.append(buffer, static_cast<size_t>(n));
+            output_changed_.notify_all();
         }
     }
 
@@ -202,6 +199,7 @@ private:
     int exit_code_ = -1;
     std::thread reader_;
     mutable std::mutex mutex_;
+    std::condition_variable output_changed_;  // output_ grew or eof_ was set
     std::string output_;
     bool eof_ = false;
 };

@@ -73,19 +73,29 @@ TEST(RecordCrash, AKill9MidAppendLosesAtMostTheUnfinishedAppend) {
                 char done = 1;
                 if (::write(progress[1], &done, 1) != 1) ::_exit(3);
             }
-            ::_exit(0);
+            // All appends done before the parent got round to the kill (a
+            // parent descheduled on a loaded machine): wait for the kill
+            // rather than exit, so it always lands. The checks below hold
+            // for a kill between appends as well as in the middle of one.
+            for (;;) ::pause();
         }
         ::close(progress[1]);
-        // Let it finish 10 + round requests, then a little more: kill it mid-way.
+        // Let it finish 10 + round requests (the parent waits for each one's
+        // byte on the pipe), then kill it.
         for (int i = 0; i < 10 + round; ++i) {
             char done = 0;
             ASSERT_EQ(::read(progress[0], &done, 1), 1);
         }
+        // This sleep only varies where in the child's work the kill lands
+        // (0 to 411 us into the next append, as the scheduler allows); it is
+        // not waiting for anything. The checks after the kill read how far
+        // the child got from the pipe and from the files, so they hold
+        // wherever it lands: mid-append, between appends, or after the last.
         ::usleep(static_cast<useconds_t>(137 * round));
         ASSERT_EQ(::kill(child, SIGKILL), 0);
         int status = 0;
         ASSERT_EQ(::waitpid(child, &status, 0), child);
-        ASSERT_TRUE(WIFSIGNALED(status)) << "the child finished before it was killed";
+        ASSERT_TRUE(WIFSIGNALED(status)) << "the child exited on its own (status " << status << ")";
         size_t finished = 10 + static_cast<size_t>(round);
         char done = 0;
         while (::read(progress[0], &done, 1) == 1) ++finished;  // reported before the kill
