@@ -14,13 +14,6 @@ struct Slot {
     bool awaiting = false;  // answered (opened or verdict) and not yet heard from
 };
 
-// A lone stream lent to the lane.
-struct Solo {
-    LentStream lent;
-    bool reclaimed = false;  // its actor asked for it back (a cancel)
-    bool asking = false;     // a record query is in flight
-};
-
 struct LaneState {
     LaneOptions options;
     engine::PromptCache cache{0};
@@ -31,7 +24,7 @@ struct LaneState {
     std::vector<model::Row> rows;                  // the round's rows, kept to reuse their memory
     std::vector<model::SamplingParams> samplers;   // per pending stream, in round order
     model::RowOutputs outputs;
-    std::optional<Solo> solo;
+    std::optional<LentStream> solo;  // a lone stream lent to the lane
     ServiceMetrics metrics;
     static inline const char* name = "gpu_lane";
 
@@ -104,7 +97,7 @@ void close_slot(Self self, uint64_t handle, const std::vector<model::TokenId>* k
     model::Backend& backend = *s.options.backend;
     const model::StreamId kv = found->second.kv;
     self->demonitor(found->second.stream.address());
-    if (s.solo && s.solo->lent.handle == handle) s.solo.reset();  // its actor failed while lent
+    if (s.solo && s.solo->handle == handle) s.solo.reset();  // its actor failed while lent
     s.slots.erase(found);
     s.pending.erase(handle);
     if (kept_tokens && !kept_tokens->empty()) {
@@ -128,12 +121,12 @@ void close_slot(Self self, uint64_t handle, const std::vector<model::TokenId>* k
 
 bool alone(const LaneState& s) { return s.slots.size() == 1 && s.waiting.empty(); }
 
-bool lent_here(Self self, uint64_t handle) { return self->state.solo && self->state.solo->lent.handle == handle; }
+bool lent_here(Self self, uint64_t handle) { return self->state.solo && self->state.solo->handle == handle; }
 
 // Gives the stream back to its actor with the last round's unreported update.
 void hand_back(Self self, StreamEvent event) {
     LaneState& s = self->state;
-    const uint64_t handle = s.solo->lent.handle;
+    const uint64_t handle = s.solo->handle;
     s.solo.reset();
     Slot& slot = s.slots.at(handle);
     slot.awaiting = true;  // its next rows come from the actor
@@ -142,9 +135,9 @@ void hand_back(Self self, StreamEvent event) {
 
 void solo_round(Self self, engine::Draft draft) {
     LaneState& s = self->state;
-    Solo& solo = *s.solo;
-    engine::Stream& stream = *solo.lent.stream;
-    const Slot& slot = s.slots.at(solo.lent.handle);
+    LentStream& solo = *s.solo;
+    engine::Stream& stream = *solo.stream;
+    const Slot& slot = s.slots.at(solo.handle);
     model::Backend& backend = *s.options.backend;
 
     engine::StreamRows part = stream.next_rows(0, std::move(draft));  // decoding: no prompt rows left
@@ -163,12 +156,12 @@ void solo_round(Self self, engine::Draft draft) {
     stream.apply(verdict, update);
     if (stream.verified_last_round()) {
         engine::Drafter::stream_outcome(stream);
-        if (solo.lent.writer && stream.draft().source == engine::DraftSource::record) {
-            self->send(solo.lent.writer, outcome_atom::value, CopyOutcome{stream.draft(), stream.last_landed_drafts()});
+        if (solo.writer && stream.draft().source == engine::DraftSource::record) {
+            self->send(solo.writer, outcome_atom::value, CopyOutcome{stream.draft(), stream.last_landed_drafts()});
         }
     }
     StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {}};
-    if (stream.finished() || solo.reclaimed || !alone(s)) return hand_back(self, std::move(event));
+    if (stream.finished() || !alone(s)) return hand_back(self, std::move(event));
     if (!event.tokens.empty() || !event.text.empty()) self->send(slot.stream, event_atom::value, std::move(event));
     // The next round comes after whatever is in the mailbox: an arriving
     // stream or a reclaim is seen at the next step.
@@ -176,36 +169,24 @@ void solo_round(Self self, engine::Draft draft) {
 }
 
 // One round's draft, as the actor's next_round() builds it: own context,
-// then a record copy when the stream may ask.
+// then a record copy when the stream may ask. The lane looks the record up
+// itself (the record is thread-safe; readers share it the same way), so a
+// lone stream with Recall on has no round trip per token either.
 void solo_step(Self self) {
     LaneState& s = self->state;
-    if (!s.solo || s.solo->asking) return;
-    Solo& solo = *s.solo;
-    if (solo.reclaimed || !alone(s)) return hand_back(self, StreamEvent{});
-    engine::Stream& stream = *solo.lent.stream;
-    const engine::Drafter& drafter = *solo.lent.drafter;
+    if (!s.solo) return;
+    if (!alone(s)) return hand_back(self, StreamEvent{});
+    engine::Stream& stream = *s.solo->stream;
+    const engine::Drafter& drafter = *s.solo->drafter;
     const int32_t room = drafter.start_round(stream);
-    engine::Draft own = drafter.own_context_draft(stream, room);
-    if (room <= 0 || !solo.lent.reader || !stream.offer_state().may_ask_record()) {
-        return solo_round(self, std::move(own));
+    engine::Draft draft = drafter.own_context_draft(stream, room);
+    if (room > 0 && drafter.may_ask_record(stream)) {
+        engine::Draft copy =
+            engine::Drafter::record_draft(*drafter.record(), drafter.cost(), engine::Drafter::lookup_tail(stream), room,
+                                          stream.offer_state().own_expected_landed());
+        if (copy.source == engine::DraftSource::record) draft = std::move(copy);
     }
-    DraftQuery query{engine::Drafter::lookup_tail(stream), room, stream.offer_state().own_expected_landed()};
-    solo.asking = true;
-    const uint64_t handle = solo.lent.handle;
-    // The round runs once the answer is in, even if a stream arrived or a
-    // reclaim came meanwhile: a round in flight lands first, as in the actor.
-    self->request(solo.lent.reader, caf::infinite, draft_atom::value, std::move(query))
-        .then(
-            [self, handle, own](engine::Draft copy) mutable {
-                if (!lent_here(self, handle)) return;
-                self->state.solo->asking = false;
-                solo_round(self, copy.source == engine::DraftSource::record ? std::move(copy) : std::move(own));
-            },
-            [self, handle, own](caf::error&) mutable {
-                if (!lent_here(self, handle)) return;  // a reader that failed costs the round its copy
-                self->state.solo->asking = false;
-                solo_round(self, std::move(own));
-            });
+    solo_round(self, std::move(draft));
 }
 
 lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
@@ -255,13 +236,12 @@ lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
         },
         [self](lend_atom, LentStream& lent) {
             if (!self->state.slots.count(lent.handle)) return;
-            self->state.solo = Solo{std::move(lent)};
+            self->state.solo = std::move(lent);
             solo_step(self);
         },
         [self](reclaim_atom, uint64_t handle) {
-            if (!lent_here(self, handle)) return;
-            self->state.solo->reclaimed = true;
-            if (!self->state.solo->asking) hand_back(self, StreamEvent{});
+            // The actor got a cancel: it has the stream back before its next round.
+            if (lent_here(self, handle)) hand_back(self, StreamEvent{});
         },
         [self](step_atom) { solo_step(self); },
         [self](metrics_atom) {

@@ -105,9 +105,8 @@ using writer_actor = caf::typed_actor<caf::reacts_to<add_atom, std::vector<uint3
 struct LentStream {
     uint64_t handle = 0;
     std::shared_ptr<engine::Stream> stream;  // the actor does not touch it until `resume`
-    const engine::Drafter* drafter = nullptr;
-    reader_actor reader;  // invalid: Recall off
-    writer_actor writer;  // invalid: Recall off
+    const engine::Drafter* drafter = nullptr;  // its record (null: Recall off) is looked up on the lane
+    writer_actor writer;                       // invalid: Recall off
 };
 
 using lane_actor = caf::typed_actor<caf::reacts_to<open_atom, OpenStream>, caf::reacts_to<rows_atom, LaneRows>,

@@ -94,7 +94,6 @@ void after_round(Self self, StreamEvent event, bool alone) {
         lent.handle = s.options.handle;
         lent.stream = s.stream;
         lent.drafter = s.options.drafter;
-        if (!s.options.readers.empty()) lent.reader = s.options.readers[s.options.handle % s.options.readers.size()];
         lent.writer = s.options.writer;
         s.lent = true;
         self->send(s.options.lane, lend_atom::value, std::move(lent));

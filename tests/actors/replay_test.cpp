@@ -234,10 +234,24 @@ std::pair<std::vector<std::string>, std::string> scenario() {
         run.sched().run();
         EXPECT_GT(run.stats().ids, ids_low_disk) << "adds resume when space returns";
 
-        // A stream cancelled mid-round.
+        // A stream cancelled mid-reply: once its first tokens are out (it is
+        // then alone, so its rounds run on the lane), a cancel reaches it.
         stream_actor long_one = run.start("cancelled", request(9, 400));
-        run.sched().run(40);
+        auto has_spoken = [&] {
+            for (const std::string& line : run.trace()) {
+                if (line.rfind("cancelled:", 0) == 0) return true;
+            }
+            return false;
+        };
+        while (!has_spoken() && run.sched().try_run_once()) {
+        }
+        EXPECT_TRUE(has_spoken());
+        // The stream has just lent itself to the lane; its actor takes the
+        // cancel before the lane starts the lone rounds, so the reclaim
+        // reaches the lane one round later.
         caf::anon_send(long_one, cancel_atom::value);
+        run.sched().prioritize(long_one);
+        run.sched().run_once();
         run.sched().run();
         EXPECT_EQ(run.finished("cancelled"), engine::FinishReason::cancelled);
         EXPECT_EQ(run.metrics().requests_running, 0) << "its KV is freed";
