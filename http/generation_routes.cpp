@@ -50,6 +50,10 @@ struct Router::Generation {
     struct Part {
         std::string prefix;  // echo: the prompt's text, before the reply
         std::string text;    // reply text (non-streaming) or text not yet sent (streaming)
+        // return_token_ids only: the reply's ids (non-streaming) or ids not yet
+        // sent (streaming), and the prompt's ids.
+        std::vector<int32_t> ids;
+        std::vector<int32_t> prompt_ids;
         int64_t prompt_tokens = 0;
         int64_t completion_tokens = 0;
         engine::FinishReason finish = engine::FinishReason::running;
@@ -62,6 +66,7 @@ struct Router::Generation {
     bool chat = false;
     bool stream = false;
     bool include_usage = false;
+    bool token_ids = false;  // the request asked for "return_token_ids"
     ResponseHeader header;
     std::shared_ptr<Responder> responder;
     Clock::time_point arrival;
@@ -84,6 +89,7 @@ struct Router::Generation {
         }
         part.completion_tokens += static_cast<int64_t>(event.tokens.size());
         part.text += event.text;
+        if (token_ids) part.ids.insert(part.ids.end(), event.tokens.begin(), event.tokens.end());
         if (event.finish != engine::FinishReason::running) {
             part.finish = event.finish;
             timings->observe_finished(Clock::now() - arrival);
@@ -119,6 +125,10 @@ struct Router::Generation {
             usage.prompt_tokens += parts[i].prompt_tokens;
             usage.completion_tokens += parts[i].completion_tokens;
             choices.push_back({static_cast<int32_t>(i), parts[i].prefix + parts[i].text, finish_reason(parts[i].finish)});
+            if (token_ids) {
+                choices.back().token_ids = std::move(parts[i].ids);
+                choices.back().prompt_token_ids = std::move(parts[i].prompt_ids);
+            }
         }
         if (stream) {
             if (include_usage) responder->send_event(sse_event(usage_chunk(header, chat, usage)));
@@ -128,6 +138,15 @@ struct Router::Generation {
         responder->respond(200, kJson, chat ? chat_body(header, choices, usage) : completion_body(header, choices, usage));
     }
 
+    // A streamed choice; with return_token_ids it carries the ids pending
+    // for it (none on the opening and finishing chunks).
+    Choice chunk_choice(int32_t index, std::string text, std::optional<std::string> finish,
+                        std::vector<int32_t> ids = {}) const {
+        Choice choice{index, std::move(text), std::move(finish)};
+        if (token_ids) choice.token_ids = std::move(ids);
+        return choice;
+    }
+
     void send_chunks() {
         for (size_t i = 0; i < parts.size(); ++i) {
             Part& p = parts[i];
@@ -135,20 +154,25 @@ struct Router::Generation {
             if (!p.opened) {
                 p.opened = true;
                 // The first chat chunk carries the role (and is sent even empty).
-                if (chat) responder->send_event(sse_event(chat_chunk(header, {index, "", std::nullopt}, true, include_usage)));
-                else if (!p.prefix.empty()) {
-                    responder->send_event(sse_event(completion_chunk(header, {index, p.prefix, std::nullopt}, include_usage)));
+                if (chat) {
+                    responder->send_event(sse_event(chat_chunk(header, chunk_choice(index, "", std::nullopt), true, include_usage)));
+                } else if (!p.prefix.empty()) {
+                    responder->send_event(
+                        sse_event(completion_chunk(header, chunk_choice(index, p.prefix, std::nullopt), include_usage)));
                 }
             }
-            if (!p.text.empty()) {
-                const Choice choice{index, std::move(p.text), std::nullopt};
+            // Ids whose text the detokenizer still holds back (a character
+            // cut in the middle) go out at once when they were asked for.
+            if (!p.text.empty() || !p.ids.empty()) {
+                const Choice choice = chunk_choice(index, std::move(p.text), std::nullopt, std::move(p.ids));
                 p.text.clear();
+                p.ids.clear();
                 responder->send_event(sse_event(chat ? chat_chunk(header, choice, false, include_usage)
                                                      : completion_chunk(header, choice, include_usage)));
             }
             if (p.finish != engine::FinishReason::running && !p.finish_sent) {
                 p.finish_sent = true;
-                const Choice choice{index, "", finish_reason(p.finish)};
+                const Choice choice = chunk_choice(index, "", finish_reason(p.finish));
                 responder->send_event(sse_event(chat ? chat_chunk(header, choice, false, include_usage)
                                                      : completion_chunk(header, choice, include_usage)));
             }
@@ -228,10 +252,12 @@ void Router::completions(const HttpRequest& http, const std::shared_ptr<Responde
             }
         }
         part.prompt_tokens = static_cast<int64_t>(ids.size());
+        if (parsed.sampling.return_token_ids) part.prompt_ids.assign(ids.begin(), ids.end());
         generation->parts.push_back(std::move(part));
         requests.push_back(generation_request(std::move(ids), parsed.sampling, field));
     }
     generation->chat = false;
+    generation->token_ids = parsed.sampling.return_token_ids;
     generation->stream = parsed.sampling.stream;
     generation->include_usage = parsed.sampling.stream && parsed.sampling.include_usage;
     generation->header = {"cmpl-" + random_hex(24), static_cast<int64_t>(std::time(nullptr)), options_.served_model_name};
@@ -269,10 +295,12 @@ void Router::chat_completions(const HttpRequest& http, const std::shared_ptr<Res
     auto generation = std::make_shared<Generation>();
     Generation::Part part;
     part.prompt_tokens = static_cast<int64_t>(encoded.size());
+    if (parsed.sampling.return_token_ids) part.prompt_ids.assign(encoded.begin(), encoded.end());
     generation->parts.push_back(std::move(part));
     std::vector<engine::GenerationRequest> requests;
     requests.push_back(generation_request({encoded.begin(), encoded.end()}, parsed.sampling, "messages"));
     generation->chat = true;
+    generation->token_ids = parsed.sampling.return_token_ids;
     generation->stream = parsed.sampling.stream;
     generation->include_usage = parsed.sampling.stream && parsed.sampling.include_usage;
     generation->header = {"chatcmpl-" + random_hex(24), static_cast<int64_t>(std::time(nullptr)),

@@ -171,6 +171,7 @@ SamplingFields parse_sampling(const json& root, const char* max_tokens_field) {
         if (!v->is_object()) wrong_type("stream_options", "an object", *v);
         s.include_usage = boolean(*v, "include_usage").value_or(false);
     }
+    s.return_token_ids = boolean(root, "return_token_ids").value_or(false);
     return s;
 }
 

@@ -35,6 +35,9 @@ struct SamplingFields {
     std::vector<std::string> stop;
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
+    // vLLM's extension: each choice (and each streamed chunk's choice) also
+    // carries the token ids it adds as "token_ids". Off unless asked for.
+    bool return_token_ids = false;
 };
 
 struct CompletionRequest {

@@ -20,6 +20,12 @@ json envelope(const ResponseHeader& header, const char* object) {
     return {{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
 }
 
+// The optional vLLM fields, only where they were asked for.
+void add_token_ids(json& choice, const Choice& c, bool with_prompt) {
+    if (c.token_ids) choice["token_ids"] = *c.token_ids;
+    if (with_prompt && c.prompt_token_ids) choice["prompt_token_ids"] = *c.prompt_token_ids;
+}
+
 // Replies may end inside a multi-byte character (max_tokens cut it); the
 // detokenizer holds such bytes back, and replace keeps dump() from throwing
 // if anything invalid slips through.
@@ -31,7 +37,9 @@ std::string completion_body(const ResponseHeader& header, const std::vector<Choi
     json body = envelope(header, "text_completion");
     body["choices"] = json::array();
     for (const Choice& c : choices) {
-        body["choices"].push_back({{"index", c.index}, {"text", c.text}, {"logprobs", nullptr}, {"finish_reason", finish(c)}});
+        json choice = {{"index", c.index}, {"text", c.text}, {"logprobs", nullptr}, {"finish_reason", finish(c)}};
+        add_token_ids(choice, c, true);
+        body["choices"].push_back(std::move(choice));
     }
     body["usage"] = usage_json(usage);
     return dump(body);
@@ -41,10 +49,14 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
     json body = envelope(header, "chat.completion");
     body["choices"] = json::array();
     for (const Choice& c : choices) {
-        body["choices"].push_back({{"index", c.index},
-                                   {"message", {{"role", "assistant"}, {"content", c.text}}},
-                                   {"logprobs", nullptr},
-                                   {"finish_reason", finish(c)}});
+        json choice = {{"index", c.index},
+                       {"message", {{"role", "assistant"}, {"content", c.text}}},
+                       {"logprobs", nullptr},
+                       {"finish_reason", finish(c)}};
+        add_token_ids(choice, c, false);
+        body["choices"].push_back(std::move(choice));
+        // A chat request has one prompt: its ids go at the top level.
+        if (c.prompt_token_ids && !body.contains("prompt_token_ids")) body["prompt_token_ids"] = *c.prompt_token_ids;
     }
     body["usage"] = usage_json(usage);
     return dump(body);
@@ -52,8 +64,9 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
 
 std::string completion_chunk(const ResponseHeader& header, const Choice& choice, bool usage_null) {
     json body = envelope(header, "text_completion");
-    body["choices"] = json::array(
-        {{{"index", choice.index}, {"text", choice.text}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}}});
+    json c = {{"index", choice.index}, {"text", choice.text}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}};
+    add_token_ids(c, choice, false);
+    body["choices"] = json::array({std::move(c)});
     if (usage_null) body["usage"] = nullptr;
     return dump(body);
 }
@@ -63,8 +76,9 @@ std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool 
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     if (!choice.text.empty() || (first && !choice.finish_reason)) delta["content"] = choice.text;
-    body["choices"] = json::array(
-        {{{"index", choice.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}}});
+    json c = {{"index", choice.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}};
+    add_token_ids(c, choice, false);
+    body["choices"] = json::array({std::move(c)});
     if (usage_null) body["usage"] = nullptr;
     return dump(body);
 }

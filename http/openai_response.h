@@ -18,6 +18,12 @@ struct Choice {
     int32_t index = 0;
     std::string text;
     std::optional<std::string> finish_reason;  // "stop" or "length"; absent while streaming
+    // Set only when the request asked for "return_token_ids": the ids this
+    // choice (or this chunk of it) adds, written as "token_ids"; and, on
+    // whole bodies, the prompt's ids, written as "prompt_token_ids" (in the
+    // choice for completions, at the top level for chat, as vLLM does).
+    std::optional<std::vector<int32_t>> token_ids;
+    std::optional<std::vector<int32_t>> prompt_token_ids;
 };
 
 // What every body of one request shares.

@@ -163,6 +163,23 @@ TEST(ChatRequest, Rejections) {
              "not supported");
 }
 
+// vLLM's "return_token_ids": off unless given, a boolean when given, on both routes.
+TEST(OpenAiTokenIdsRequest, OffUnlessAskedFor) {
+    EXPECT_FALSE(parse_completion_request(R"({"model":"m","prompt":"x"})").sampling.return_token_ids);
+    EXPECT_FALSE(parse_completion_request(R"({"model":"m","prompt":"x","return_token_ids":null})").sampling.return_token_ids);
+    EXPECT_TRUE(parse_completion_request(R"({"model":"m","prompt":"x","return_token_ids":true})").sampling.return_token_ids);
+    EXPECT_TRUE(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"return_token_ids":true})")
+                    .sampling.return_token_ids);
+    EXPECT_FALSE(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"return_token_ids":false})")
+                     .sampling.return_token_ids);
+}
+
+TEST(OpenAiTokenIdsRequest, MustBeABoolean) {
+    completion_400(R"({"model":"m","prompt":"x","return_token_ids":1})", "return_token_ids", "expected a boolean");
+    chat_400(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"return_token_ids":"yes"})", "return_token_ids",
+             "expected a boolean");
+}
+
 TEST(ApiErrorBody, HasOpenAisShape) {
     ApiError error = bad_request("max_tokens", "max_tokens: must be positive");
     nlohmann::json body = nlohmann::json::parse(error.body());

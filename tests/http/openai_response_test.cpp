@@ -74,5 +74,53 @@ TEST(Bodies, InvalidUtf8IsReplacedNotThrown) {
     EXPECT_EQ(body["choices"][0]["text"].get<std::string>().substr(0, 2), "ok");
 }
 
+// Without return_token_ids no body or chunk mentions token ids.
+TEST(OpenAiTokenIdsResponse, AbsentByDefault) {
+    const std::vector<std::string> texts = {
+        completion_body(kHeader, {{0, "a", "stop"}}, {1, 1}), chat_body(kHeader, {{0, "a", "stop"}}, {1, 1}),
+        completion_chunk(kHeader, {0, "a", std::nullopt}, false), chat_chunk(kHeader, {0, "a", std::nullopt}, false, false)};
+    for (const std::string& text : texts) {
+        EXPECT_EQ(text.find("token_ids"), std::string::npos) << text;
+    }
+}
+
+TEST(OpenAiTokenIdsResponse, CompletionBodyCarriesReplyAndPromptIdsInTheChoice) {
+    Choice choice{0, "ab", "length"};
+    choice.token_ids = std::vector<int32_t>{7, 8};
+    choice.prompt_token_ids = std::vector<int32_t>{1, 2, 3};
+    json body = json::parse(completion_body(kHeader, {choice}, {3, 2}));
+    EXPECT_EQ(body["choices"][0]["token_ids"], json({7, 8}));
+    EXPECT_EQ(body["choices"][0]["prompt_token_ids"], json({1, 2, 3}));
+    EXPECT_FALSE(body.contains("prompt_token_ids"));
+}
+
+TEST(OpenAiTokenIdsResponse, ChatBodyPutsThePromptIdsAtTheTopLevel) {
+    Choice choice{0, "hi", "stop"};
+    choice.token_ids = std::vector<int32_t>{5};
+    choice.prompt_token_ids = std::vector<int32_t>{9, 9};
+    json body = json::parse(chat_body(kHeader, {choice}, {2, 1}));
+    EXPECT_EQ(body["choices"][0]["token_ids"], json({5}));
+    EXPECT_FALSE(body["choices"][0].contains("prompt_token_ids"));
+    EXPECT_EQ(body["prompt_token_ids"], json({9, 9}));
+}
+
+// A chunk carries the ids it adds, even when their text is still held back;
+// chunks never carry the prompt's ids.
+TEST(OpenAiTokenIdsResponse, ChunksCarryTheirOwnIds) {
+    Choice choice{0, "", std::nullopt};
+    choice.token_ids = std::vector<int32_t>{4, 5, 6};
+    choice.prompt_token_ids = std::vector<int32_t>{1};
+    json chunk = json::parse(completion_chunk(kHeader, choice, true));
+    EXPECT_EQ(chunk["choices"][0]["token_ids"], json({4, 5, 6}));
+    EXPECT_FALSE(chunk["choices"][0].contains("prompt_token_ids"));
+    json chat = json::parse(chat_chunk(kHeader, choice, false, false));
+    EXPECT_EQ(chat["choices"][0]["token_ids"], json({4, 5, 6}));
+    EXPECT_FALSE(chat["choices"][0]["delta"].contains("content"));
+    choice.token_ids = std::vector<int32_t>{};
+    json empty = json::parse(chat_chunk(kHeader, choice, false, false));
+    EXPECT_TRUE(empty["choices"][0]["token_ids"].is_array());
+    EXPECT_TRUE(empty["choices"][0]["token_ids"].empty());
+}
+
 }  // namespace
 }  // namespace tf::http
