@@ -231,6 +231,72 @@ std::string finish_tokenize(TokenizeOptions& t, const TokenizeFlags& f, const st
     return {};
 }
 
+// The flags of `bench-serve` and of its `make-workloads` (tools/bench_serve.cpp).
+void add_bench_server_flags(CLI::App* app, BenchServerOptions& s) {
+    app->add_option("--url", s.url, "Base URL of the OpenAI-compatible server (http only; a trailing /v1 is allowed)")
+        ->capture_default_str();
+    app->add_option("--model", s.model,
+                    "Model name to put in every request (default: the file's, else the first of GET /v1/models)");
+    app->add_option("--api-key", s.api_key, "Send 'Authorization: Bearer KEY' with every request");
+    app->add_option("--timeout", s.timeout_s, "Longest wait in seconds for the server to send anything")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 86400.0));
+}
+
+CLI::App* add_bench_serve(CLI::App& app, BenchServeOptions& b, MakeWorkloadsOptions& m, CLI::App*& make) {
+    CLI::App* bench = app.add_subcommand(
+        "bench-serve",
+        "Replay workload files (JSONL) against a running OpenAI-compatible server (tensorfold, llama-server, vLLM) "
+        "and report speed, latency, tensorfold's drafting counters and reply identity");
+    bench->footer(
+        "Per workload: requests/s and output tokens/s over the time from the first request sent to the last reply "
+        "done; TTFT, from writing a request to the first streamed chunk with content; ITL per token: the gap "
+        "between two chunks with content is shared evenly among the tokens of the later chunk, so a chunk of 4 "
+        "drafted tokens that came 8 ms after the previous one gives four samples of 2 ms (the first chunk's tokens "
+        "count under TTFT); both as median, p90 and p99. Tokens come from \"token_ids\" (return_token_ids) where "
+        "the server sends them, else from usage.completion_tokens spread evenly over the chunks. tokens per round, "
+        "record copies offered/landed and copy tokens landed are deltas of tensorfold's /metrics and /v1/recall "
+        "(n/a on other servers; tokens per round counts every stream of a batched round). Waves run one after "
+        "another. Exit status 1 when a request failed or a reply differs from --reference. See docs/bench-serve.md.");
+    bench->add_option("WORKLOAD", b.workloads, "Workload files, one workload each (tensorfold bench-serve make-workloads)")
+        ->check(CLI::ExistingFile);
+    add_bench_server_flags(bench, b.server);
+    CLI::Option* concurrency =
+        bench->add_option("--concurrency", b.concurrency, "Requests in flight at once, each on its own keep-alive connection")
+            ->capture_default_str()
+            ->check(CLI::Range(1, 4096));
+    bench->add_flag("--arrivals", b.arrivals,
+                    "Send each request at its \"arrival\" time (seconds after its wave starts) instead of at a "
+                    "fixed concurrency")
+        ->excludes(concurrency);
+    bench->add_flag("--json", b.json, "Print one JSON object instead of the text report");
+    bench->add_option("--reference", b.reference,
+                      "Replies of an earlier run (--save-replies): report whether every reply is the same, token "
+                      "for token when both runs have token ids")
+        ->check(CLI::ExistingFile);
+    bench->add_option("--save-replies", b.save_replies, "Write this run's replies to FILE (JSONL) for a later --reference");
+    bench->add_flag("--no-token-ids", [&b](int64_t) { b.token_ids = false; },
+                    "Do not ask for \"return_token_ids\" (for servers that reject unknown fields); tokens are then "
+                    "counted from usage and replies compared as text");
+
+    make = bench->add_subcommand(
+        "make-workloads",
+        "Write the workloads regenerate, new-session, agent-pastes, boilerplate and fresh as OUT/NAME.jsonl, built "
+        "from the served model's own replies; the same files for the same seed when the server is deterministic");
+    add_bench_server_flags(make, m.server);
+    make->add_option("--out", m.out_dir, "Directory for the workload files (created if missing)")->required();
+    make->add_option("--seed", m.seed, "Picks the tasks, the sampling seeds and the arrival times")->capture_default_str();
+    make->add_option("--requests", m.requests, "Requests per workload")->capture_default_str()->check(CLI::Range(2, 10000));
+    make->add_option("--max-tokens", m.max_tokens, "max_tokens of every request")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1 << 20));
+    make->add_option("--rate", m.rate, "Mean requests per second of the arrival times written for --arrivals")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 1e6));
+    make->add_option("--workloads", m.only, "Only these workloads (comma-separated)")->delimiter(',');
+    return bench;
+}
+
 }  // namespace
 
 std::string check_recall_gib(const std::string& text) {
@@ -281,6 +347,9 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, const std:
     CLI::App* tokenize = add_tokenize(app, outcome.command.tokenize, tokenize_flags);
     GenerateFlags generate_flags;
     CLI::App* generate = add_generate(app, outcome.command.generate, generate_flags);
+    CLI::App* make_workloads = nullptr;
+    CLI::App* bench_serve =
+        add_bench_serve(app, outcome.command.bench_serve, outcome.command.make_workloads, make_workloads);
 
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops arguments from the back
     try {
@@ -307,6 +376,22 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, const std:
         if (std::string error = finish_generate(outcome.command.generate, generate_flags, executable); !error.empty()) {
             outcome.exit_code = 2;
             outcome.message = "tensorfold generate: " + error + "\n";
+            return outcome;
+        }
+        outcome.run = true;
+        return outcome;
+    }
+    if (make_workloads->parsed()) {
+        outcome.command.subcommand = Subcommand::make_workloads;
+        outcome.run = true;
+        return outcome;
+    }
+    if (bench_serve->parsed()) {
+        outcome.command.subcommand = Subcommand::bench_serve;
+        if (outcome.command.bench_serve.workloads.empty()) {
+            outcome.exit_code = 2;
+            outcome.message = "tensorfold bench-serve: give one or more workload files (tensorfold bench-serve "
+                              "make-workloads --out DIR writes them)\n";
             return outcome;
         }
         outcome.run = true;

@@ -6,12 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "config/bench_serve_options.h"
 #include "config/generate_options.h"
 #include "config/server_config.h"
 
 namespace tf::config {
 
-enum class Subcommand { none, serve, generate, tokenize };
+enum class Subcommand { none, serve, generate, tokenize, bench_serve, make_workloads };
 
 // `tensorfold tokenize [MODEL] [--decode | --chat]` (tools/tokenize_command.cpp).
 struct TokenizeOptions {
@@ -25,6 +26,8 @@ struct CommandLine {
     ServerConfig serve;
     TokenizeOptions tokenize;
     GenerateOptions generate;
+    BenchServeOptions bench_serve;        // `bench-serve WORKLOAD...`
+    MakeWorkloadsOptions make_workloads;  // `bench-serve make-workloads`
 };
 
 // What parsing decided: run `command`, or print `message` and exit with

@@ -11,5 +11,7 @@ namespace tf::tools {
 int serve_command(const config::ServerConfig& config);
 int tokenize_command(const config::TokenizeOptions& options);
 int generate_command(const config::GenerateOptions& options);
+int bench_serve_command(const config::BenchServeOptions& options);
+int make_workloads_command(const config::MakeWorkloadsOptions& options);
 
 }  // namespace tf::tools
