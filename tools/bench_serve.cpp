@@ -79,7 +79,7 @@ ServerCounters read_counters(Connection& connection) {
 ServerCounters settled_counters(Connection& connection, const ServerCounters& before, int64_t finished) {
     ServerCounters after = read_counters(connection);
     if (before.recall_state != "writing" || !before.recall_adds) return after;
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);  // a bound; normally met at once
     while (after.recall_adds && *after.recall_adds - *before.recall_adds < static_cast<double>(finished) &&
            Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
