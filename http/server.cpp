@@ -360,6 +360,11 @@ struct Server::Impl {
             if (ec) {
                 if (!acceptor.is_open()) return;  // stopped
             } else {
+                // Streamed chunks are small writes: without this, Nagle's
+                // algorithm holds each one until the client's delayed ACK
+                // (about 40 ms on a reused keep-alive connection).
+                beast::error_code ignored;
+                socket.set_option(tcp::no_delay(true), ignored);
                 auto connection = std::make_shared<Connection>(std::move(socket), shared);
                 {
                     std::lock_guard lock(shared.mutex);
