@@ -28,6 +28,7 @@
 #include "model/checkpoint_writer.h"
 #include "model/cpu_backend.h"
 #include "model/sampling.h"
+#include "tests/model/oracle_cases.h"
 #include "tests/model/test_support.h"
 
 namespace tf::gpu {
@@ -155,26 +156,8 @@ TEST_F(GpuBackend, LogitsAreBitwiseTheSameHoweverRowsAreBatched) {
     for (size_t s = 0; s < prompts.size(); ++s) EXPECT_TRUE(bitwise_equal(mixed[s], reference[s])) << "no graphs, mixed, stream " << s;
 }
 
-struct GreedyCase {
-    std::vector<int32_t> prompt, greedy, top5_ids;
-    std::vector<float> top5_logits;
-};
-
-std::vector<GreedyCase> oracle_cases() {
-    const std::string path = model::testing::fixture_path("tinycode_hf_public.jsonl");
-    std::ifstream in(path);
-    EXPECT_TRUE(in) << path;
-    std::vector<GreedyCase> cases;
-    std::string line;
-    while (std::getline(in, line)) {
-        auto j = nlohmann::json::parse(line);
-        if (j.at("kind") != "greedy") continue;
-        cases.push_back({j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_ids").get<std::vector<int32_t>>(),
-                         j.at("last_top5_ids").get<std::vector<int32_t>>(),
-                         j.at("last_top5_logits").get<std::vector<float>>()});
-    }
-    return cases;
-}
+using model::testing::GreedyCase;
+using model::testing::oracle_cases;
 
 TEST_F(GpuBackend, GreedyIdsOfTinycodeEqualTheTransformersOracle) {
     auto backend = load(tinycode_dir());

@@ -14,6 +14,7 @@
 
 #include "model/cpu_backend.h"
 #include "engine/sampler.h"
+#include "oracle_cases.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -22,25 +23,8 @@ namespace {
 using testing::fixture_path;
 using testing::tinycode_dir;
 
-struct GreedyCase {
-    std::vector<int32_t> prompt, greedy, top5_ids;
-    std::vector<float> top5_logits;
-};
-
-std::vector<GreedyCase> oracle_cases() {
-    std::ifstream in(fixture_path("tinycode_hf_public.jsonl"));
-    EXPECT_TRUE(in) << fixture_path("tinycode_hf_public.jsonl");
-    std::vector<GreedyCase> cases;
-    std::string line;
-    while (std::getline(in, line)) {
-        auto j = nlohmann::json::parse(line);
-        if (j.at("kind") != "greedy") continue;
-        cases.push_back({j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_ids").get<std::vector<int32_t>>(),
-                         j.at("last_top5_ids").get<std::vector<int32_t>>(),
-                         j.at("last_top5_logits").get<std::vector<float>>()});
-    }
-    return cases;
-}
+using testing::GreedyCase;
+using testing::oracle_cases;
 
 // The fastest path of each precision this CPU runs.
 kernels::Isa path_for(kernels::Activations activations) {

@@ -86,12 +86,10 @@ TEST(RecordCrash, AKill9MidAppendLosesAtMostTheUnfinishedAppend) {
             char done = 0;
             ASSERT_EQ(::read(progress[0], &done, 1), 1);
         }
-        // This sleep only varies where in the child's work the kill lands
-        // (0 to 411 us into the next append, as the scheduler allows); it is
-        // not waiting for anything. The checks after the kill read how far
-        // the child got from the pipe and from the files, so they hold
-        // wherever it lands: mid-append, between appends, or after the last.
-        ::usleep(static_cast<useconds_t>(137 * round));
+        // The kill lands wherever the child is by then, usually inside the
+        // next append. The checks after it read how far the child got from
+        // the pipe and from the files, so they hold wherever it lands:
+        // mid-append, between appends, or after the last.
         ASSERT_EQ(::kill(child, SIGKILL), 0);
         int status = 0;
         ASSERT_EQ(::waitpid(child, &status, 0), child);
