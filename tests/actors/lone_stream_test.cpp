@@ -9,43 +9,15 @@
 #include <mutex>
 
 #include "../engine/engine_fixture.h"
+#include "actor_test_support.h"
 #include "actors/actor_service.h"
 
 namespace tf::actors {
 namespace {
 
 using namespace engine::testing;
+using testing::Reply;
 
-// One request's tokens, its finish and a count of its events.
-class Collected {
-public:
-    EventCallback callback() {
-        return [this](StreamEvent event) {
-            std::lock_guard lock(mutex_);
-            tokens_.insert(tokens_.end(), event.tokens.begin(), event.tokens.end());
-            ++events_;
-            if (event.finish != engine::FinishReason::running) finish_ = event.finish;
-            changed_.notify_all();
-        };
-    }
-    std::vector<model::TokenId> wait() {
-        std::unique_lock lock(mutex_);
-        EXPECT_TRUE(changed_.wait_for(lock, std::chrono::seconds(120),
-                                      [&] { return finish_ != engine::FinishReason::running; }));
-        return tokens_;
-    }
-    engine::FinishReason finish() {
-        std::lock_guard lock(mutex_);
-        return finish_;
-    }
-
-private:
-    std::mutex mutex_;
-    std::condition_variable changed_;
-    std::vector<model::TokenId> tokens_;
-    int events_ = 0;
-    engine::FinishReason finish_ = engine::FinishReason::running;
-};
 
 ActorServiceOptions options(recall::Record* record, bool lone_driver) {
     ActorServiceOptions o;
@@ -75,7 +47,7 @@ std::vector<model::TokenId> reference(const engine::GenerationRequest& request) 
 }
 
 std::vector<model::TokenId> run(Service& service, const engine::GenerationRequest& request) {
-    Collected reply;
+    Reply reply;
     service.submit(request, reply.callback());
     return reply.wait();
 }
@@ -125,7 +97,7 @@ TEST(LoneStream, ASecondStreamTakesItBackToSharedRounds) {
     const auto first_expected = reference(first), second_expected = reference(second);
 
     auto service = start_actor_service(options(nullptr, true));
-    Collected a, b;
+    Reply a, b;
     service->submit(first, a.callback());
     ASSERT_TRUE(wait_for_lone_rounds(*service, 3)) << "the first stream never ran on the lane";
     service->submit(second, b.callback());
@@ -143,7 +115,7 @@ TEST(LoneStream, ACancelReachesALentStreamAndFreesItsSlot) {
     const engine::GenerationRequest next = requests()[3];
     const auto next_expected = reference(next);  // before the service: they share the backend
     auto service = start_actor_service(options(nullptr, true));
-    Collected reply;
+    Reply reply;
     const RequestHandle handle = service->submit(endless, reply.callback());
     ASSERT_TRUE(wait_for_lone_rounds(*service, 3));
     service->cancel(handle);
