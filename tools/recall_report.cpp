@@ -96,10 +96,12 @@ void RecallComparison::add_run(const std::string& mode, const json& report) {
     const int concurrency = report["concurrency"].get<int>();
     for (const json& workload : report["workloads"]) {
         if (!workload.contains("name") || !workload["name"].is_string() || !workload.contains("waves") ||
-            !workload["waves"].is_array() || workload["waves"].empty()) {
+            !workload["waves"].is_array()) {
             throw std::runtime_error("a workload entry lacks \"name\" or \"waves\"");
         }
-        const json& wave = workload["waves"].back();
+        // bench-serve lists waves only for workloads with more than one; a
+        // one-wave workload's own fields are that wave's.
+        const json& wave = workload["waves"].empty() ? workload : workload["waves"].back();
         RunSample sample;
         sample.tokens_per_s = number_or(wave, "output_tokens_per_s", std::numeric_limits<double>::quiet_NaN());
         sample.itl_p50_ms = percentile(wave, "itl_ms", "median");

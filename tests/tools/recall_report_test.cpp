@@ -50,6 +50,21 @@ TEST(RecallReport, EachCellIsTheMedianOfItsRunsOnTheLastWave) {
     EXPECT_FALSE(cell.copies_landed.has_value());
 }
 
+TEST(RecallReport, AOneWaveWorkloadIsMeasuredOnItsOwnFields) {
+    json report = {{"concurrency", 1},
+                   {"workloads",
+                    json::array({json{{"name", "fresh"},
+                                      {"output_tokens_per_s", 42.0},
+                                      {"itl_ms", {{"median", 3}, {"p99", 8}}},
+                                      {"waves", json::array()}}})}};
+    RecallComparison c;
+    c.add_run("off", report);
+    const Cell cell = c.cells().at({"off", 1, "fresh"});
+    EXPECT_EQ(cell.tokens_per_s, 42);
+    EXPECT_EQ(cell.itl_p99_ms, 8);
+    EXPECT_FALSE(cell.identical.has_value());
+}
+
 TEST(RecallReport, OneDifferingRunMakesTheCellNotIdentical) {
     RecallComparison c;
     c.add_run("on", run(4, "fresh", 100, 5, 9, true, 0));
@@ -101,6 +116,8 @@ TEST(RecallReport, RefusesWhatIsNotABenchServeReport) {
     EXPECT_THROW(c.add_run("off", json::object()), std::runtime_error);
     EXPECT_THROW(c.add_run("off", json{{"workloads", json::array()}, {"concurrency", nullptr}}), std::runtime_error);
     EXPECT_THROW(c.add_run("off", json{{"concurrency", 1}, {"workloads", json::array({json{{"name", "x"}}})}}),
+                 std::runtime_error);
+    EXPECT_THROW(c.add_run("off", json{{"concurrency", 1}, {"workloads", json::array({json{{"waves", json::array()}}})}}),
                  std::runtime_error);
 }
 
