@@ -45,6 +45,7 @@ std::string recall_report_json(const actors::RecallReport& report) {
     body["ids"] = s.ids;
     body["token_ids"] = s.token_ids;
     body["adds"] = s.adds;
+    body["adds_skipped"] = s.adds_skipped;
     body["ids_written"] = s.ids_written;
     body["ids_held"] = s.ids_held;
     body["ids_short"] = s.ids_short;

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "recall/identity.h"
+#include "recall/private_files.h"
 
 namespace tf::recall {
 namespace {
@@ -54,9 +55,14 @@ std::vector<ChunkFileInfo> list_chunk_files(const std::string& dir) {
         if (::lstat(info.path.c_str(), &st) != 0) continue;  // deleted meanwhile by the writer
         if (!S_ISREG(st.st_mode)) {
             ::closedir(d);
-            throw RecallError("recall: " + info.path + " is not a regular file; remove it or pass another --recall-dir");
+            // Owner and mode wait for the reader, but a link or a directory in
+            // a chunk's place is refused here, before anything follows it.
+            throw RecallError("recall: refusing the record file " + info.path + ": it " +
+                              *access_problem(st.st_mode, st.st_uid, st.st_uid, RecordEntry::file));
         }
         info.bytes = static_cast<uint64_t>(st.st_size);
+        info.mode = st.st_mode;
+        info.owner = st.st_uid;
         files.push_back(std::move(info));
     }
     ::closedir(d);
@@ -67,13 +73,20 @@ std::vector<ChunkFileInfo> list_chunk_files(const std::string& dir) {
 
 ChunkRead read_chunk_file(const std::string& path, uint32_t* out, uint64_t max_ids, bool repair) {
     ChunkRead result;
-    int fd = ::open(path.c_str(), (repair ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    // O_NOFOLLOW: a link swapped in after the listing is refused, not read.
+    int fd = ::open(path.c_str(), (repair ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) {
             result.vanished = true;
             return result;
         }
-        throw RecallError("recall: cannot open " + path + ": " + std::strerror(errno));
+        throw RecallError(open_failure(path, errno));
+    }
+    try {
+        check_private_file(fd, path);
+    } catch (...) {
+        ::close(fd);
+        throw;
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -111,7 +124,7 @@ ChunkAppender::~ChunkAppender() { close(); }
 
 bool ChunkAppender::open(const std::string& path, uint64_t ids, std::string* error) {
     close();
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         *error = "cannot open " + path + ": " + std::strerror(errno);
         return false;
@@ -129,7 +142,7 @@ bool ChunkAppender::append(const uint32_t* ids, uint64_t n, std::string* error, 
     const uint64_t bytes = n * 4;
     uint64_t done = 0;
     while (done < bytes) {
-        ssize_t w = ::write(fd_, src + done, bytes - done);
+        ssize_t w = write_ ? write_(fd_, src + done, bytes - done) : ::write(fd_, src + done, bytes - done);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             int err = w < 0 ? errno : ENOSPC;

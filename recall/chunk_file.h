@@ -27,11 +27,16 @@
 // Free functions are thread-safe; a ChunkAppender is used by one thread.
 #pragma once
 
+#include <sys/types.h>
+
 #include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tf::recall {
@@ -53,10 +58,13 @@ struct ChunkFileInfo {
     uint64_t sequence = 0;
     std::string path;
     uint64_t bytes = 0;
+    uint32_t mode = 0;   // st_mode of the file itself (lstat)
+    uint32_t owner = 0;  // st_uid
 };
 
 // Every chunk file in `dir`, oldest first. Throws RecallError when the
-// directory cannot be listed.
+// directory cannot be listed or a chunk name is not a regular file (a
+// symbolic link is named as one).
 std::vector<ChunkFileInfo> list_chunk_files(const std::string& dir);
 
 struct ChunkRead {
@@ -68,13 +76,19 @@ struct ChunkRead {
 // Reads up to max_ids ids of `path` into `out`. With `repair` (the writer), a
 // torn tail is cut back with ftruncate(2); without it (a read-only or
 // following server, which must not touch another server's files) the partial
-// id is ignored. Throws RecallError when the file cannot be read.
+// id is ignored. Throws RecallError when the file cannot be read, is a
+// symbolic link, belongs to another user or lets group or others in
+// (private_files.h): it was not left there by this server.
 ChunkRead read_chunk_file(const std::string& path, uint32_t* out, uint64_t max_ids, bool repair);
 
 // Appends whole buffers of ids to one chunk file.
 class ChunkAppender {
    public:
+    // write(2), or a test's faulty version of it (fs_ops.h).
+    using WriteFn = std::function<ssize_t(int fd, const void* data, size_t bytes)>;
+
     ChunkAppender() = default;
+    explicit ChunkAppender(WriteFn write) : write_(std::move(write)) {}
     ~ChunkAppender();
     ChunkAppender(const ChunkAppender&) = delete;
     ChunkAppender& operator=(const ChunkAppender&) = delete;
@@ -94,6 +108,7 @@ class ChunkAppender {
     uint64_t ids() const { return ids_; }
 
    private:
+    WriteFn write_;  // empty: ::write
     int fd_ = -1;
     std::string path_;
     uint64_t ids_ = 0;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "recall/identity.h"
+#include "recall/private_files.h"
 
 namespace tf::recall {
 
@@ -28,12 +29,18 @@ DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
 DirectoryLock::Outcome DirectoryLock::try_lock(const std::string& dir) {
     release();
     std::string path = dir + "/lock";
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        throw RecallError("recall: cannot open " + path + ": " + std::strerror(errno) + "; pass another --recall-dir");
-    }
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) throw RecallError(open_failure(path, errno));
+    // The lock holds no ids, so a mode of our own file is put right rather
+    // than refused; a link or another user's file is refused like any other.
     struct stat st {};
     if (::fstat(fd, &st) == 0 && (st.st_mode & 0777) != 0600 && st.st_uid == ::geteuid()) ::fchmod(fd, 0600);
+    try {
+        check_private_file(fd, path);
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
     while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EINTR) continue;
         int err = errno;

@@ -8,6 +8,7 @@ namespace tf::recall {
 FsOps FsOps::real() {
     FsOps ops;
     ops.unlink = [](const std::string& path) { return ::unlink(path.c_str()); };
+    ops.write = [](int fd, const void* data, size_t bytes) { return ::write(fd, data, bytes); };
     ops.free_bytes = [](const std::string& path) -> std::optional<uint64_t> {
         struct statvfs fs {};
         if (::statvfs(path.c_str(), &fs) != 0) return std::nullopt;

@@ -1,5 +1,7 @@
 #include "recall/identity.h"
 
+#include "recall/private_files.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,17 +113,37 @@ std::optional<RecordIdentity> parse_identity(const std::string& text, std::strin
 
 std::optional<RecordIdentity> read_identity(const std::string& dir) {
     std::string path = dir + "/" + kFileName;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
         if (errno == ENOENT) return std::nullopt;
-        throw RecallError("recall: cannot read " + path + ": " + errno_text(errno));
+        throw RecallError(open_failure(path, errno));
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw RecallError("recall: cannot read " + path + ": " + errno_text(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
+    std::string text;
+    try {
+        // Whoever could replace or widen the identity could also have
+        // planted the chunk files it vouches for.
+        check_private_file(fd, path);
+        char buffer[4096];
+        for (;;) {
+            ssize_t n = ::read(fd, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw RecallError("recall: cannot read " + path + ": " + errno_text(errno));
+            if (n == 0) break;
+            text.append(buffer, static_cast<size_t>(n));
+            // No identity is this long: refuse before reading a huge file whole.
+            if (text.size() > (64u << 10)) {
+                throw RecallError("recall: " + path + " is corrupt (over 64 KiB), so the chunk files beside it "
+                                  "cannot be attributed to a tokenizer. Delete the directory " + dir +
+                                  " to start a fresh record there, or pass another --recall-dir");
+            }
+        }
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    ::close(fd);
     std::string problem;
-    std::optional<RecordIdentity> identity = parse_identity(text.str(), &problem);
+    std::optional<RecordIdentity> identity = parse_identity(text, &problem);
     if (!identity) {
         throw RecallError("recall: " + path + " is corrupt (" + problem +
                           "), so the chunk files beside it cannot be attributed to a tokenizer. Delete the "
@@ -133,7 +155,7 @@ std::optional<RecordIdentity> read_identity(const std::string& dir) {
 void write_identity(const std::string& dir, const RecordIdentity& identity) {
     std::string temp = dir + "/" + kTempName;
     std::string path = dir + "/" + kFileName;
-    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) throw RecallError("recall: cannot create " + temp + ": " + errno_text(errno) + "; pass another --recall-dir");
     bool ok = ::fchmod(fd, 0600) == 0 && write_all(fd, format_identity(identity)) && ::fsync(fd) == 0;
     int err = errno;

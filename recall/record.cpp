@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "recall/dedupe.h"
+#include "recall/private_files.h"
 
 namespace tf::recall {
 namespace {
@@ -84,7 +85,8 @@ std::string Record::default_directory(const TokenizerIdentity& tokenizer, const 
 
 Record::Record(RecordOptions options)
     : options_(std::move(options)),
-      index_(options_.chunk_ids, Index::key_table_bytes_for(options_.capacity_bytes)) {
+      index_(options_.chunk_ids, Index::key_table_bytes_for(options_.capacity_bytes)),
+      appender_(options_.fs.write) {
     max_chunks_ = options_.capacity_bytes / (uint64_t{4} * options_.chunk_ids);
 }
 
@@ -107,14 +109,18 @@ void Record::open_directory() {
     dir_ = options_.dir.empty() ? default_directory(options_.tokenizer, options_.home) : options_.dir;
     while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
 
+    // The directory is checked before anything in it is created, locked or
+    // read: a link, another user's directory or one open to others is
+    // refused (private_files.h).
     bool writer = false;
     if (options_.read_only) {
         state_ = RecallState::read_only;
-        struct stat st {};
-        if (::stat(dir_.c_str(), &st) != 0) return;  // nothing recorded yet; create nothing
-        if (!S_ISDIR(st.st_mode)) throw RecallError("recall: " + dir_ + " is not a directory; pass another --recall-dir");
+        if (!check_private_directory(dir_)) return;  // nothing recorded yet; create nothing
     } else {
-        make_directories(dir_);
+        if (!check_private_directory(dir_)) {
+            make_directories(dir_);
+            check_private_directory(dir_);
+        }
         writer = lock_.try_lock(dir_) == DirectoryLock::Outcome::held;
         state_ = writer ? RecallState::writing : RecallState::following;
     }
@@ -140,6 +146,13 @@ void Record::load_chunks(bool writer) {
     std::vector<ChunkFileInfo> files = list_chunk_files(dir_);
     if (!files.empty()) next_sequence_ = files.back().sequence + 1;
     const uint64_t chunk_bytes = uint64_t{4} * options_.chunk_ids;
+    // Every chunk file is checked before any is read, trimmed or deleted, so
+    // a refused record is left exactly as it was found.
+    for (const ChunkFileInfo& file : files) {
+        if (auto problem = access_problem(file.mode, file.owner, ::geteuid(), RecordEntry::file)) {
+            throw RecallError("recall: refusing the record file " + file.path + ": it " + *problem);
+        }
+    }
     std::vector<ChunkFileInfo> nonempty;
     for (const ChunkFileInfo& file : files) {
         if (file.bytes > chunk_bytes) {
@@ -278,7 +291,10 @@ AddResult Record::add(std::span<const uint32_t> ids) {
     AddResult result;
     probe_free_space_locked();
     result.state = state_;
-    if (state_ != RecallState::writing) return result;  // read-only, following, paused: add nothing
+    if (state_ != RecallState::writing) {
+        ++adds_skipped_;
+        return result;  // read-only, following, paused: add nothing
+    }
     result.accepted = true;
     ++adds_;
 
@@ -341,7 +357,7 @@ EraseResult Record::erase_all() {
     }
     index_.clear();
     offers_.reset();
-    adds_ = ids_written_ = ids_held_ = ids_short_ = chunks_evicted_ = 0;
+    adds_ = adds_skipped_ = ids_written_ = ids_held_ = ids_short_ = chunks_evicted_ = 0;
     lookups_ = 0;
     lookup_hits_ = 0;
     if (!failures.empty()) {
@@ -376,6 +392,7 @@ RecordStats Record::stats() const {
     s.ids = index_.ids();
     s.token_ids = index_.ids() - index_.separators();
     s.adds = adds_;
+    s.adds_skipped = adds_skipped_;
     s.ids_written = ids_written_;
     s.ids_held = ids_held_;
     s.ids_short = ids_short_;

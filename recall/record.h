@@ -104,6 +104,7 @@ struct RecordStats {
     uint64_t token_ids = 0;  // of which token ids
     // Since open or the last DELETE:
     uint64_t adds = 0;
+    uint64_t adds_skipped = 0;  // finished requests not added: the state was not writing
     uint64_t ids_written = 0;
     uint64_t ids_held = 0;
     uint64_t ids_short = 0;
@@ -174,7 +175,7 @@ class Record {
     ChunkAppender appender_;
     uint64_t next_sequence_ = 1;
     std::string last_error_;
-    uint64_t adds_ = 0, ids_written_ = 0, ids_held_ = 0, ids_short_ = 0, chunks_evicted_ = 0;
+    uint64_t adds_ = 0, adds_skipped_ = 0, ids_written_ = 0, ids_held_ = 0, ids_short_ = 0, chunks_evicted_ = 0;
     mutable std::atomic<uint64_t> lookups_{0};
     mutable std::atomic<uint64_t> lookup_hits_{0};
     SharedOfferPolicy offers_;

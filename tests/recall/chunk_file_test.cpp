@@ -84,6 +84,7 @@ TEST(ChunkFile, TheWriterCutsATornTailBackToWholeIds) {
         out.write(reinterpret_cast<const char*>(ids), sizeof ids);
         out.write("\x05\x06", 2);  // half an id
     }
+    ASSERT_EQ(::chmod(path.c_str(), 0600), 0);  // a private file, as the server makes them
     uint32_t buffer[8] = {};
     ChunkRead read = read_chunk_file(path, buffer, 8, /*repair=*/true);
     EXPECT_EQ(read.ids, 3u);
@@ -101,6 +102,7 @@ TEST(ChunkFile, AReaderIgnoresATornTailWithoutTouchingTheFile) {
         out.write(reinterpret_cast<const char*>(ids), sizeof ids);
         out.write("\x05", 1);
     }
+    ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
     uint32_t buffer[8] = {};
     ChunkRead read = read_chunk_file(path, buffer, 8, /*repair=*/false);
     EXPECT_EQ(read.ids, 2u);
