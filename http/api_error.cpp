@@ -19,7 +19,8 @@ std::string ApiError::type_name() const {
 }
 
 std::string ApiError::body() const {
-    nlohmann::json error = {{"message", what()}, {"type", type_name()}, {"code", status}};
+    nlohmann::json error = {{"message", what()}, {"type", type_name()}};
+    error["code"] = code.empty() ? nlohmann::json(status) : nlohmann::json(code);
     error["param"] = param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param);
     return nlohmann::json{{"error", error}}.dump();
 }

@@ -17,6 +17,7 @@ struct ApiError : std::runtime_error {
     int status;         // HTTP status
     std::string param;  // the offending field, when there is one
     std::string type;   // empty: derived from the status
+    std::string code;   // a machine-readable code such as "model_not_found"; empty: the HTTP status
     // Response headers the status calls for: Allow (405), Retry-After (503),
     // WWW-Authenticate (401).
     std::vector<std::pair<std::string, std::string>> headers;

@@ -74,6 +74,20 @@ struct Router::Generation {
 
     std::mutex mutex;
     std::vector<Part> parts;
+
+    // The n choices of one prompt: the same part and request n times, choice
+    // j sampling with seed + j (wrapping), so choice 0 is what n = 1 would
+    // answer. Choice indexes run prompt by prompt. Each choice is a stream of
+    // its own; they find the prompt's KV in the prompt cache like any requests
+    // with one prompt.
+    void add_choices(std::vector<engine::GenerationRequest>& requests, const Part& part,
+                     const engine::GenerationRequest& request, int32_t n) {
+        for (int32_t j = 0; j < n; ++j) {
+            parts.push_back(part);
+            requests.push_back(request);
+            requests.back().sampling.seed = request.sampling.seed + static_cast<uint64_t>(j);
+        }
+    }
     bool started = false;  // every request submitted; answers may go out
     bool aborted = false;  // a submission failed; the error was answered
     bool gone = false;     // the client went away
@@ -180,10 +194,16 @@ struct Router::Generation {
     }
 };
 
+// No model named: the one served (what llama-server and vLLM do). Another
+// name is a 404 with OpenAI's "model_not_found" code, so clients that switch
+// models on that code keep working.
 void Router::check_model(const std::string& model) const {
-    if (model != options_.served_model_name) {
-        throw bad_request("model", "model: '" + model + "' is not served here; this server serves '" +
-                                       options_.served_model_name + "' (GET /v1/models)");
+    if (!model.empty() && model != options_.served_model_name) {
+        ApiError error(404, "model: '" + model + "' is not served here; this server serves '" +
+                                options_.served_model_name + "' (GET /v1/models)",
+                       "model");
+        error.code = "model_not_found";
+        throw error;
     }
 }
 
@@ -253,8 +273,8 @@ void Router::completions(const HttpRequest& http, const std::shared_ptr<Responde
         }
         part.prompt_tokens = static_cast<int64_t>(ids.size());
         if (parsed.sampling.return_token_ids) part.prompt_ids.assign(ids.begin(), ids.end());
-        generation->parts.push_back(std::move(part));
-        requests.push_back(generation_request(std::move(ids), parsed.sampling, field));
+        generation->add_choices(requests, part, generation_request(std::move(ids), parsed.sampling, field),
+                                parsed.sampling.n);
     }
     generation->chat = false;
     generation->token_ids = parsed.sampling.return_token_ids;
@@ -296,9 +316,9 @@ void Router::chat_completions(const HttpRequest& http, const std::shared_ptr<Res
     Generation::Part part;
     part.prompt_tokens = static_cast<int64_t>(encoded.size());
     if (parsed.sampling.return_token_ids) part.prompt_ids.assign(encoded.begin(), encoded.end());
-    generation->parts.push_back(std::move(part));
     std::vector<engine::GenerationRequest> requests;
-    requests.push_back(generation_request({encoded.begin(), encoded.end()}, parsed.sampling, "messages"));
+    generation->add_choices(requests, part, generation_request({encoded.begin(), encoded.end()}, parsed.sampling, "messages"),
+                            parsed.sampling.n);
     generation->chat = true;
     generation->token_ids = parsed.sampling.return_token_ids;
     generation->stream = parsed.sampling.stream;

@@ -14,6 +14,8 @@ using nlohmann::json;
 // Largest request numbers we take literally; beyond these a value is absurd.
 constexpr int64_t kMaxTokensLimit = 1 << 24;
 constexpr int kMaxStopStrings = 16;
+// Each choice is a stream of its own; more than this is a mistake, not a use.
+constexpr int64_t kMaxChoices = 32;
 
 const char* type_name(const json& value) {
     switch (value.type()) {
@@ -70,9 +72,10 @@ std::optional<bool> boolean(const json& root, const char* name) {
     return v->get<bool>();
 }
 
-std::string required_string(const json& root, const char* name) {
+// Absent: empty.
+std::string optional_string(const json& root, const char* name) {
     const json* v = field(root, name);
-    if (!v) throw bad_request(name, std::string(name) + ": required");
+    if (!v) return {};
     if (!v->is_string()) wrong_type(name, "a string", *v);
     return v->get<std::string>();
 }
@@ -94,7 +97,6 @@ void check_range(const char* name, double value, double low, double high) {
 // Features a client may ask for that the server does not have: refuse
 // rather than silently answer something else.
 void refuse_unsupported(const json& root) {
-    if (auto n = integer(root, "n"); n && *n != 1) throw bad_request("n", "n: only 1 is supported, got " + std::to_string(*n));
     if (auto best_of = integer(root, "best_of"); best_of && *best_of != 1) {
         throw bad_request("best_of", "best_of: only 1 is supported");
     }
@@ -143,6 +145,12 @@ SamplingFields parse_sampling(const json& root, const char* max_tokens_field) {
     if (auto v = number(root, "min_p")) {
         check_range("min_p", *v, 0, 1);
         s.min_p = static_cast<float>(*v);
+    }
+    if (auto n = integer(root, "n")) {
+        if (*n < 1 || *n > kMaxChoices) {
+            throw bad_request("n", "n: " + std::to_string(*n) + " must be between 1 and " + std::to_string(kMaxChoices));
+        }
+        s.n = static_cast<int32_t>(*n);
     }
     if (const json* v = field(root, "seed")) {
         if (!v->is_number_integer() && !v->is_number_unsigned()) wrong_type("seed", "an integer", *v);
@@ -246,7 +254,7 @@ std::string message_content(const json& content, const std::string& where) {
 CompletionRequest parse_completion_request(std::string_view body) {
     const json root = parse_object(body);
     CompletionRequest request;
-    request.model = required_string(root, "model");
+    request.model = optional_string(root, "model");
     request.prompts = parse_prompts(root);
     request.echo = boolean(root, "echo").value_or(false);
     refuse_unsupported(root);
@@ -257,7 +265,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
 ChatRequest parse_chat_request(std::string_view body) {
     const json root = parse_object(body);
     ChatRequest request;
-    request.model = required_string(root, "model");
+    request.model = optional_string(root, "model");
     const json* messages = field(root, "messages");
     if (!messages) throw bad_request("messages", "messages: required");
     if (!messages->is_array()) wrong_type("messages", "an array", *messages);

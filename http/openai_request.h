@@ -38,17 +38,20 @@ struct SamplingFields {
     // vLLM's extension: each choice (and each streamed chunk's choice) also
     // carries the token ids it adds as "token_ids". Off unless asked for.
     bool return_token_ids = false;
+    // Choices per prompt, each its own stream. Choice j samples with seed
+    // `seed + j`, so a request with n = 1 and that seed repeats it alone.
+    int32_t n = 1;
 };
 
 struct CompletionRequest {
-    std::string model;
+    std::string model;  // empty when the request names none: the served model
     std::vector<PromptInput> prompts;  // a list of prompts gets one choice each
     bool echo = false;
     SamplingFields sampling;
 };
 
 struct ChatRequest {
-    std::string model;
+    std::string model;  // empty when the request names none: the served model
     std::vector<ChatMessage> messages;
     bool add_generation_prompt = true;  // the template opens the assistant's turn
     SamplingFields sampling;

@@ -2,6 +2,8 @@
 // over a loopback socket: answers, SSE framing, auth and errors.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "server_process.h"
@@ -184,6 +186,62 @@ TEST_F(Api, StreamedCompletionIsSseChunksThenDone) {
     EXPECT_EQ(finish, whole["choices"][0]["finish_reason"]);
 }
 
+// n choices: choice j is what a request with n = 1 and seed + j answers.
+TEST_F(Api, NChoicesEachRepeatTheirOwnSeedAlone) {
+    const json sampled = {{"temperature", 0.9}, {"seed", 41}, {"max_tokens", 12}};
+    json three = sampled;
+    three["n"] = 3;
+    const json answer = json::parse(server_->post("/v1/completions", completion(three)).body);
+    ASSERT_EQ(answer["choices"].size(), 3u) << answer.dump();
+    EXPECT_EQ(answer["usage"]["completion_tokens"], 36);
+    for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(answer["choices"][j]["index"], j);
+        json alone = sampled;
+        alone["seed"] = 41 + j;
+        const json single = json::parse(server_->post("/v1/completions", completion(alone)).body);
+        EXPECT_EQ(answer["choices"][j]["text"], single["choices"][0]["text"]) << "choice " << j;
+    }
+    // Two prompts with n = 2: indexes run prompt by prompt.
+    const json two = json::parse(
+        server_->post("/v1/completions", completion({{"prompt", {"def a():\n", "def b():\n"}}, {"n", 2},
+                                                     {"max_tokens", 4}, {"temperature", 0}}))
+            .body);
+    ASSERT_EQ(two["choices"].size(), 4u) << two.dump();
+    EXPECT_EQ(two["choices"][0]["text"], two["choices"][1]["text"]);  // greedy: the same reply
+    EXPECT_EQ(two["choices"][2]["text"], two["choices"][3]["text"]);
+}
+
+TEST_F(Api, StreamedChatWithTwoChoicesOpensAndFinishesEach) {
+    const json body = {{"messages", {{{"role", "user"}, {"content", "Write a loop."}}}},
+                       {"n", 2}, {"max_tokens", 8}, {"temperature", 0.8}, {"seed", 3}, {"stream", true}};
+    const Response r = server_->post("/v1/chat/completions", body.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::map<int, std::string> text;
+    std::map<int, int> roles, finishes;
+    for (const std::string& payload : sse_payloads(r.body)) {
+        if (payload == "[DONE]") continue;
+        const json chunk = json::parse(payload);
+        for (const json& choice : chunk["choices"]) {
+            const int index = choice["index"];
+            const json& delta = choice["delta"];
+            if (delta.contains("role")) ++roles[index];
+            if (delta.contains("content")) text[index] += delta["content"].get<std::string>();
+            if (!choice["finish_reason"].is_null()) ++finishes[index];
+        }
+    }
+    const json whole = json::parse(server_->post("/v1/chat/completions", [&] {
+                                              json b = body;
+                                              b.erase("stream");
+                                              return b.dump();
+                                          }())
+                                       .body);
+    for (int index : {0, 1}) {
+        EXPECT_EQ(roles[index], 1) << index;
+        EXPECT_EQ(finishes[index], 1) << index;
+        EXPECT_EQ(text[index], whole["choices"][index]["message"]["content"]) << index;
+    }
+}
+
 TEST_F(Api, IncludeUsageSendsAUsageChunkBeforeDone) {
     const Response r = server_->post("/v1/completions",
                                      completion({{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
@@ -273,11 +331,32 @@ TEST_F(Api, WrongTypesAre400NamingTheField) {
     expect_error(server_->post("/v1/chat/completions", R"({"model":"tinycode","messages":"hi"})"), 400, "messages");
 }
 
-TEST_F(Api, UnknownModelIs400NamingTheServedOne) {
-    const Response r = server_->post("/v1/completions", completion({{"model", "gpt-4"}}));
-    expect_error(r, 400, "'gpt-4' is not served here");
-    EXPECT_NE(r.body.find("tinycode"), std::string::npos);
-    EXPECT_EQ(json::parse(r.body)["error"]["param"], "model");
+TEST_F(Api, UnknownModelIs404ModelNotFoundNamingTheServedOne) {
+    for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
+        const std::string body =
+            std::string(route) == "/v1/completions"
+                ? completion({{"model", "gpt-4"}})
+                : json{{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump();
+        const Response r = server_->post(route, body);
+        EXPECT_EQ(r.status, 404) << route << ": " << r.body;
+        const json error = json::parse(r.body)["error"];
+        EXPECT_EQ(error["code"], "model_not_found") << r.body;
+        EXPECT_EQ(error["param"], "model");
+        EXPECT_NE(error["message"].get<std::string>().find("'gpt-4' is not served here"), std::string::npos);
+        EXPECT_NE(error["message"].get<std::string>().find("tinycode"), std::string::npos);
+    }
+}
+
+TEST_F(Api, ARequestWithoutAModelGetsTheServedOne) {
+    json body = json::parse(completion());
+    body.erase("model");
+    const Response r = server_->post("/v1/completions", body.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.body)["model"], "tinycode");
+    const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 4}};
+    const Response c = server_->post("/v1/chat/completions", chat.dump());
+    ASSERT_EQ(c.status, 200) << c.body;
+    EXPECT_EQ(json::parse(c.body)["model"], "tinycode");
 }
 
 TEST_F(Api, PromptLongerThanTheContextIs400) {
@@ -371,7 +450,9 @@ TEST(ServedModelName, RequestsMustUseIt) {
     ASSERT_TRUE(server.listening()) << server.output();
     EXPECT_EQ(json::parse(server.get("/v1/models").body)["data"][0]["id"], "coder");
     EXPECT_EQ(server.post("/v1/completions", completion({{"model", "coder"}})).status, 200);
-    expect_error(server.post("/v1/completions", completion()), 400, "'tinycode' is not served here");
+    const Response other = server.post("/v1/completions", completion());
+    EXPECT_EQ(other.status, 404) << other.body;
+    EXPECT_NE(other.body.find("'tinycode' is not served here"), std::string::npos) << other.body;
 }
 
 }  // namespace

@@ -83,7 +83,11 @@ TEST(CompletionRequest, NullFieldsCountAsAbsent) {
 
 TEST(CompletionRequest, MalformedJson) { completion_400("{\"model\":", "", "not valid JSON"); }
 TEST(CompletionRequest, NotAnObject) { completion_400("[1,2]", "", "expected a JSON object, got an array"); }
-TEST(CompletionRequest, MissingModel) { completion_400(R"({"prompt":"x"})", "model", "model: required"); }
+// Like llama-server and vLLM, a request may leave out the model: it gets the one served.
+TEST(CompletionRequest, AbsentModelIsEmpty) { EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})").model, ""); }
+TEST(ChatRequest, AbsentModelIsEmpty) {
+    EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}]})").model, "");
+}
 TEST(CompletionRequest, ModelOfWrongType) { completion_400(R"({"model":5,"prompt":"x"})", "model", "expected a string, got an integer"); }
 TEST(CompletionRequest, MissingPrompt) { completion_400(R"({"model":"m"})", "prompt", "prompt: required"); }
 TEST(CompletionRequest, EmptyPromptArray) { completion_400(R"({"model":"m","prompt":[]})", "prompt", "must not be an empty array"); }
@@ -116,8 +120,16 @@ TEST(CompletionRequest, StopShapes) {
     completion_400(R"({"model":"m","prompt":"x","stop":["a",1]})", "stop", "a string or an array of strings");
 }
 
+TEST(CompletionRequest, ChoicesPerPrompt) {
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})").sampling.n, 1);
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x","n":3})").sampling.n, 3);
+    EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"n":2})").sampling.n, 2);
+    completion_400(R"({"model":"m","prompt":"x","n":0})", "n", "must be between 1 and 32");
+    completion_400(R"({"model":"m","prompt":"x","n":33})", "n", "must be between 1 and 32");
+    completion_400(R"({"model":"m","prompt":"x","n":"two"})", "n", "expected an integer");
+}
+
 TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
-    completion_400(R"({"model":"m","prompt":"x","n":2})", "n", "only 1 is supported");
     completion_400(R"({"model":"m","prompt":"x","logprobs":5})", "logprobs", "not supported");
     completion_400(R"({"model":"m","prompt":"x","presence_penalty":0.5})", "presence_penalty", "not supported");
     completion_400(R"({"model":"m","prompt":"x","best_of":3})", "best_of", "only 1");
