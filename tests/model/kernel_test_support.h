@@ -34,6 +34,12 @@ inline std::vector<Isa> runnable_isas(Activations activations) {
     return isas;
 }
 
+// The fastest path this CPU runs that computes with `activations`. Not
+// kernels::best_isa(): where the CPU advertises AVX512_BF16 (AMD Zen 4 and
+// later) that is the bf16-only path, and a test of f32 arithmetic needs an
+// f32 path whatever the machine.
+inline Isa fastest_isa(Activations activations) { return runnable_isas(activations).back(); }
+
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-scale, scale);
