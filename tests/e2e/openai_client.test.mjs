@@ -100,13 +100,29 @@ test('a bad request is a BadRequestError (400) naming the field', async () => {
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /max_tokens/.test(e.message),
   );
   await assert.rejects(
-    client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }),
-    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'model',
-  );
-  await assert.rejects(
     client.completions.create({ model: 'tinycode', prompt: [1, 2, 99999], max_tokens: 2 }),
     (e) => e instanceof OpenAI.BadRequestError && /99999/.test(e.message),
   );
+});
+
+test('another model is a NotFoundError (404) with code model_not_found; no model is the served one', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && e.code === 'model_not_found' && e.param === 'model',
+  );
+  const answer = await client.completions.create({ prompt: 'def f():\n', max_tokens: 2, temperature: 0 });
+  assert.equal(answer.model, 'tinycode');
+  assert.equal(answer.choices.length, 1);
+});
+
+test('n = 2 gives two choices, each what n = 1 with seed + index gives', async () => {
+  const request = { model: 'tinycode', prompt: 'def merge(a, b):\n', max_tokens: 8, temperature: 0.9, seed: 11 };
+  const both = await client.completions.create({ ...request, n: 2 });
+  assert.deepEqual(both.choices.map((c) => c.index), [0, 1]);
+  for (const index of [0, 1]) {
+    const alone = await client.completions.create({ ...request, seed: 11 + index });
+    assert.equal(both.choices[index].text, alone.choices[0].text);
+  }
 });
 
 test('a wrong API key is an AuthenticationError (401)', async () => {
