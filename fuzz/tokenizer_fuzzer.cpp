@@ -1,6 +1,6 @@
-// libFuzzer target for the tokenizer loader and encoder (clang only):
-//   cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DTF_TOKENIZER_FUZZER=ON
-//   cmake --build build-fuzz --target tokenizer_fuzzer && ./build-fuzz/tests/tokenizer/tokenizer_fuzzer
+// The tokenizer loader and encoder: a model directory's tokenizer.json is
+// input nobody here wrote, and so is every prompt. The harness is the one
+// tests/tokenizer/fuzz_test.cpp drives with its own mutations (fuzz_one.h).
 // The first input byte picks the mode: load the rest as tokenizer.json, or
 // encode the rest with tinycode's tokenizer.
 #include <cstdlib>
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (data[0] % 2 == 0) {
         outcome = fuzz::load_and_exercise(rest, data[0]);
     } else {
-        static const Tokenizer tinycode = Tokenizer::load(TF_SOURCE_DIR_FOR_TESTS "/models/tinycode");
+        static const Tokenizer tinycode = Tokenizer::load(TF_FUZZ_SOURCE_DIR "/models/tinycode");
         outcome = fuzz::exercise(tinycode, rest, data[0]);
     }
     if (!outcome.ok) std::abort();

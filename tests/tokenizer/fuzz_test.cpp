@@ -1,7 +1,7 @@
 // Deterministic fuzzing of the loader and the encoder: thousands of mutated
 // tokenizer.json files and random byte strings. Every outcome must be a
 // Tokenizer or a TokenizerError: no crash, no other exception, no hang.
-// (fuzz/tokenizer_fuzzer.cpp is the same harness for libFuzzer.)
+// (fuzz/tokenizer_fuzzer.cpp runs the same harness under libFuzzer.)
 #include <gtest/gtest.h>
 
 #include <random>

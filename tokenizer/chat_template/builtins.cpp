@@ -219,12 +219,13 @@ Value slice_of(const Value& object, const Value& start_v, const Value& stop_v, c
     const int64_t start = clamp(start_v, step > 0 ? 0 : n - 1), stop = clamp(stop_v, step > 0 ? n : -1);
     Array items;
     std::string text;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
+    for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
         if (is_string) {
             text += cs[static_cast<size_t>(k)];
         } else {
             items.push_back((*object.array)[static_cast<size_t>(k)]);
         }
+        if (__builtin_add_overflow(k, step, &k)) break;  // a step as large as [::2**62] ends here
     }
     return is_string ? Value::string(text) : Value::list(std::move(items));
 }
@@ -345,7 +346,14 @@ Value apply_filter(const std::string& name, const Value& v, std::vector<Value>& 
         return Value::string(replace(need_string(), to_str(args[0]), to_str(args[1]), args.size() > 2 ? args[2].i : -1));
     }
     if (name == "int") {
-        if (v.is_numeric()) return Value::integer(static_cast<int64_t>(v.as_double()));
+        if (v.type == Value::Type::integer) return v;
+        if (v.is_numeric()) {
+            const double d = v.as_double();
+            if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+                runtime_error(line, "int: " + to_str(v) + " does not fit an integer");
+            }
+            return Value::integer(static_cast<int64_t>(d));
+        }
         try {
             return Value::integer(std::stoll(to_str(v)));
         } catch (const std::exception&) {

@@ -2,6 +2,8 @@
 // operator precedence of jinja2/parser.py.
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
+#include <string>
 
 #include "tokenizer/chat_template/ast.h"
 #include "tokenizer/chat_template/lexer.h"
@@ -10,6 +12,24 @@
 namespace tf::tokenizer::chat {
 
 namespace {
+
+// Deepest nesting of parentheses, brackets, unary operators or blocks taken.
+// Real templates nest a handful of levels; without a limit a template of
+// 20,000 "(" exhausts the stack (fuzz/regressions/chat_template/).
+constexpr int kMaxNesting = 200;
+
+class NestingGuard {
+public:
+    NestingGuard(int& depth, int line) : depth_(depth) {
+        if (++depth_ > kMaxNesting) fail(line, "nested more than " + std::to_string(kMaxNesting) + " levels deep");
+    }
+    ~NestingGuard() { --depth_; }
+    NestingGuard(const NestingGuard&) = delete;
+    NestingGuard& operator=(const NestingGuard&) = delete;
+
+private:
+    int& depth_;
+};
 
 // ---- expressions -------------------------------------------------------------
 
@@ -37,6 +57,7 @@ public:
 
     // expression: a ternary, or a tuple when commas follow (for `a, b` in set/for values)
     ExprPtr expression() {
+        const NestingGuard guard(depth_, line_);
         ExprPtr e = ternary();
         if (!peek_op(",")) return e;
         auto tuple = make(Expr::Kind::tuple);
@@ -91,6 +112,7 @@ private:
         return e;
     }
     ExprPtr not_expr() {
+        const NestingGuard guard(depth_, line_);
         if (accept_name("not")) {
             auto e = make(Expr::Kind::unary);
             e->name = "not";
@@ -154,6 +176,7 @@ private:
         return e;
     }
     ExprPtr unary() {
+        const NestingGuard guard(depth_, line_);
         if (peek_op("-") || peek_op("+")) {
             auto e = make(Expr::Kind::unary);
             e->name = t_[p_++].text;
@@ -250,8 +273,16 @@ private:
                 while (t_[p_].kind == Token::Kind::string) text += t_[p_++].text;  // "a" "b" concatenates
                 return literal(Value::string(text));
             }
-            case Token::Kind::integer: ++p_; return literal(Value::integer(std::stoll(tok.text)));
-            case Token::Kind::number: ++p_; return literal(Value::number(std::stod(tok.text)));
+            case Token::Kind::integer:
+            case Token::Kind::number: {
+                ++p_;
+                try {
+                    return literal(tok.kind == Token::Kind::integer ? Value::integer(std::stoll(tok.text))
+                                                                    : Value::number(std::stod(tok.text)));
+                } catch (const std::out_of_range&) {
+                    fail(line_, "number " + tok.text + " is out of range");
+                }
+            }
             case Token::Kind::name: {
                 ++p_;
                 if (tok.text == "true" || tok.text == "True") return literal(Value::boolean(true));
@@ -301,6 +332,7 @@ private:
     std::vector<Token> t_;
     size_t p_ = 0;
     int line_;
+    int depth_ = 0;
 };
 
 // ---- statements --------------------------------------------------------------
@@ -320,6 +352,7 @@ private:
     // Parses nodes until one of `stops` (an end/else tag) or the end; returns
     // which stop was met in `stop` (empty at the end) with its parser.
     Body block(const std::vector<std::string>& stops, std::string& stop) {
+        const NestingGuard guard(depth_, pos_ > 0 ? tags_[pos_ - 1].line : 1);
         Body body;
         while (pos_ < tags_.size()) {
             const Tag& tag = tags_[pos_++];
@@ -480,6 +513,7 @@ private:
 
     std::vector<Tag> tags_;
     size_t pos_ = 0;
+    int depth_ = 0;
     std::unique_ptr<ExprParser> current_;  // the parser of the stop tag last met
 };
 

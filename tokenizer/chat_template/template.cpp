@@ -36,6 +36,29 @@ struct Scope {
 
 enum class Flow { normal, break_loop, continue_loop };
 
+// Limits on what one render may do. A chat template runs on every chat
+// request, so one that recurses or loops without end must fail that request
+// with a message rather than exhaust the stack or hold a thread; real
+// templates stay orders of magnitude below each (fuzz/regressions/chat_template/).
+constexpr int kMaxMacroDepth = 100;           // macros calling macros
+constexpr int64_t kMaxSteps = int64_t{1} << 18;  // nodes executed and loop turns (~30 a message in Qwen3's template)
+constexpr size_t kMaxStringBytes = size_t{1} << 24;  // one string value (16 MiB)
+
+// Integers are 64-bit here (Python's are unbounded): a result that does not
+// fit is an error instead of undefined behaviour.
+int64_t checked(bool overflowed, int64_t value, int line) {
+    if (overflowed) runtime_error(line, "integer overflow");
+    return value;
+}
+
+int64_t to_integer(double value, int line) {
+    // 2^63 is exactly representable; anything at or beyond it (or NaN) is not an int64.
+    if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) {
+        runtime_error(line, "number " + std::to_string(value) + " does not fit an integer");
+    }
+    return static_cast<int64_t>(value);
+}
+
 class Renderer {
 public:
     explicit Renderer(Scope& globals) : globals_(globals) {}
@@ -49,7 +72,13 @@ public:
     }
 
 private:
+    void step(int line) {
+        if (++steps_ > kMaxSteps) runtime_error(line, "rendering takes more than " + std::to_string(kMaxSteps) + " steps");
+    }
+
     Flow exec(const Node& n, Scope& scope, std::string& out) {
+        step(n.line);
+        if (out.size() > kMaxStringBytes) runtime_error(n.line, "the rendered text exceeds 16 MiB");
         switch (n.kind) {
             case Node::Kind::text: out += n.text; return Flow::normal;
             case Node::Kind::output: out += to_str(eval(*n.expr, scope)); return Flow::normal;
@@ -86,6 +115,14 @@ private:
             case Node::Kind::macro: {
                 const Node* macro = &n;
                 scope.assign(n.text, Value::callable([this, macro](std::vector<Value>& args, Kwargs& kwargs) {
+                    if (macro_depth_ >= kMaxMacroDepth) {
+                        runtime_error(macro->line, "macro calls nested more than " + std::to_string(kMaxMacroDepth) + " deep");
+                    }
+                    ++macro_depth_;
+                    struct Leave {
+                        int& depth;
+                        ~Leave() { --depth; }
+                    } leave{macro_depth_};
                     Scope local{{}, &globals_};
                     for (size_t k = 0; k < macro->params.size(); ++k) {
                         // (plain references: clang before 16 cannot capture structured bindings)
@@ -132,6 +169,7 @@ private:
         }
         const int64_t length = static_cast<int64_t>(items.size());
         for (int64_t k = 0; k < length; ++k) {
+            step(n.line);
             Scope inner{{}, &scope};
             bind(n, inner, items[static_cast<size_t>(k)]);
             Object loop = {{"index", Value::integer(k + 1)},
@@ -212,7 +250,10 @@ private:
             case Expr::Kind::unary: {
                 Value v = eval(*e.kids[0], scope);
                 if (e.name == "not") return Value::boolean(!v.truthy());
-                if (v.type == Value::Type::integer) return Value::integer(e.name == "-" ? -v.i : v.i);
+                if (v.type == Value::Type::integer) {
+                    int64_t negated = 0;
+                    return Value::integer(e.name == "-" ? checked(__builtin_sub_overflow(int64_t{0}, v.i, &negated), negated, e.line) : v.i);
+                }
                 if (v.is_numeric()) return Value::number(e.name == "-" ? -v.as_double() : v.as_double());
                 runtime_error(e.line, "unary " + e.name + " needs a number, got " + type_name(v));
             }
@@ -272,6 +313,9 @@ private:
             }
         }
         if (op == "*" && a.is_string() && b.type == Value::Type::integer) {
+            if (b.i > 0 && a.s.size() > kMaxStringBytes / static_cast<uint64_t>(b.i)) {
+                runtime_error(e.line, "a string repeated " + std::to_string(b.i) + " times exceeds 16 MiB");
+            }
             std::string out;
             for (int64_t k = 0; k < b.i; ++k) out += a.s;
             return Value::string(out);
@@ -281,18 +325,23 @@ private:
         }
         const bool ints = a.type != Value::Type::number && b.type != Value::Type::number;
         const double x = a.as_double(), y = b.as_double();
-        if (op == "+") return ints ? Value::integer(a.i + b.i) : Value::number(x + y);
-        if (op == "-") return ints ? Value::integer(a.i - b.i) : Value::number(x - y);
-        if (op == "*") return ints ? Value::integer(a.i * b.i) : Value::number(x * y);
-        if (op == "**") return ints && b.i >= 0 ? Value::integer(static_cast<int64_t>(std::pow(x, y))) : Value::number(std::pow(x, y));
+        int64_t r = 0;
+        if (op == "+") return ints ? Value::integer(checked(__builtin_add_overflow(a.i, b.i, &r), r, e.line)) : Value::number(x + y);
+        if (op == "-") return ints ? Value::integer(checked(__builtin_sub_overflow(a.i, b.i, &r), r, e.line)) : Value::number(x - y);
+        if (op == "*") return ints ? Value::integer(checked(__builtin_mul_overflow(a.i, b.i, &r), r, e.line)) : Value::number(x * y);
+        if (op == "**") return ints && b.i >= 0 ? Value::integer(to_integer(std::pow(x, y), e.line)) : Value::number(std::pow(x, y));
         if (y == 0) runtime_error(e.line, "division by zero");
         if (op == "/") return Value::number(x / y);
-        if (op == "//") return ints ? Value::integer(static_cast<int64_t>(std::floor(x / y))) : Value::number(std::floor(x / y));
-        if (op == "%") return ints ? Value::integer(((a.i % b.i) + b.i) % b.i) : Value::number(x - y * std::floor(x / y));
+        if (op == "//") return ints ? Value::integer(to_integer(std::floor(x / y), e.line)) : Value::number(std::floor(x / y));
+        // Python's sign rule (the result takes the divisor's sign); x % -1 is
+        // 0, and computing it would overflow for the most negative x.
+        if (op == "%") return ints ? Value::integer(b.i == -1 ? 0 : ((a.i % b.i) + b.i) % b.i) : Value::number(x - y * std::floor(x / y));
         runtime_error(e.line, "unknown operator '" + op + "'");
     }
 
     Scope& globals_;
+    int macro_depth_ = 0;
+    int64_t steps_ = 0;
 };
 
 Value globals_function(const char* name) {
@@ -326,9 +375,10 @@ Value globals_function(const char* name) {
             }
             if (step == 0) throw TokenizerError("chat template: range() step must not be zero");
             Array items;
-            for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
+            for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
                 items.push_back(Value::integer(k));
                 if (items.size() > 1000000) throw TokenizerError("chat template: range() is too long");
+                if (__builtin_add_overflow(k, step, &k)) break;  // the next value lies past any stop
             }
             return Value::list(std::move(items));
         });
