@@ -37,6 +37,18 @@ std::vector<double> interpolate_costs(std::vector<CostSample> samples, int32_t m
     // Monotone before interpolating, so that the slope past the last sample
     // is never negative.
     for (size_t i = 1; i < samples.size(); ++i) samples[i].cost = std::max(samples[i].cost, samples[i - 1].cost);
+    // A forward of m rows never needs more than ceil(m / a) forwards of a
+    // rows would take: the rows could run that way. A timing above that
+    // bound is the machine's noise (a forward preempted while it was timed;
+    // long forwards are preempted more often than short ones on a busy
+    // machine, which steepens the curve and shortens every window), so cap it.
+    // The caps keep the costs non-decreasing.
+    for (size_t i = 1; i < samples.size(); ++i) {
+        for (size_t j = 0; j < i; ++j) {
+            const int32_t pieces = (samples[i].rows + samples[j].rows - 1) / samples[j].rows;
+            samples[i].cost = std::min(samples[i].cost, pieces * samples[j].cost);
+        }
+    }
 
     std::vector<double> cost(static_cast<size_t>(max_rows));
     size_t upper = 0;  // first sample with rows >= m

@@ -27,7 +27,9 @@ struct CostSample {
 // sample the line through the last two. Samples outside 1..max_rows or
 // without a positive finite cost are ignored (none left: empty); of two
 // samples of one row count the cheaper is kept; a sample cheaper than a
-// smaller row count's is raised to it, so the costs never fall.
+// smaller row count's is raised to it, so the costs never fall; and a sample
+// dearer than running its rows as several forwards of a smaller sampled row
+// count is lowered to that (timing noise under load).
 std::vector<double> interpolate_costs(std::vector<CostSample> samples, int32_t max_rows);
 
 class CostCurve {

@@ -31,12 +31,23 @@ TEST(CostCurveFromSamples, DrawsLinesBetweenSamples) {
 }
 
 TEST(CostCurveFromSamples, FlatBelowTheFirstSampleAndAlongTheLastTwoPastTheLast) {
-    const CostCurve curve = CostCurve::from_samples({{4, 1.0}, {2, 1.0}, {8, 3.0}}, 16);
+    const CostCurve curve = CostCurve::from_samples({{4, 1.0}, {2, 1.0}, {8, 1.8}}, 16);
     EXPECT_DOUBLE_EQ(curve.relative(1), 1.0);
     EXPECT_DOUBLE_EQ(curve.relative(2), 1.0);
-    EXPECT_DOUBLE_EQ(curve.relative(6), 2.0);
-    EXPECT_DOUBLE_EQ(curve.relative(12), 5.0);  // slope 0.5 per row from (4, 1) to (8, 3)
-    EXPECT_DOUBLE_EQ(curve.relative(16), 7.0);
+    EXPECT_DOUBLE_EQ(curve.relative(6), 1.4);
+    EXPECT_DOUBLE_EQ(curve.relative(12), 2.6);  // slope 0.2 per row from (4, 1) to (8, 1.8)
+    EXPECT_DOUBLE_EQ(curve.relative(16), 3.4);
+}
+
+TEST(CostCurveFromSamples, ATimingAboveRunningTheRowsInPiecesIsCapped) {
+    // 32 rows "took" 20 when 4 rows took 1: eight forwards of 4 would take 8.
+    // 16 rows at 3 caps 32 rows at 6 more tightly still.
+    const CostCurve curve = CostCurve::from_samples({{1, 1.0}, {4, 1.0}, {16, 3.0}, {32, 20.0}}, 32);
+    EXPECT_DOUBLE_EQ(curve.relative(32), 6.0);
+    EXPECT_DOUBLE_EQ(curve.relative(16), 3.0);
+    // A 9-row sample is bounded by three forwards of 4 (ceil(9 / 4) = 3).
+    EXPECT_DOUBLE_EQ(CostCurve::from_samples({{1, 1.0}, {4, 1.0}, {9, 7.0}}, 9).relative(9), 3.0);
+    for (int32_t m = 2; m <= 32; ++m) EXPECT_GE(curve.relative(m), curve.relative(m - 1)) << m;
 }
 
 TEST(CostCurveFromSamples, NoisySamplesGiveAMonotoneCurve) {
