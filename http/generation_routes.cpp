@@ -58,6 +58,7 @@ struct Router::Generation {
         int64_t completion_tokens = 0;
         engine::FinishReason finish = engine::FinishReason::running;
         bool first_token_seen = false;
+        Clock::time_point last_token_at;  // the latest event that brought tokens
         bool finish_sent = false;
         bool opened = false;  // streaming: role chunk (chat) or echo chunk (completions) sent
         std::optional<actors::RequestHandle> handle;
@@ -97,9 +98,15 @@ struct Router::Generation {
         std::lock_guard lock(mutex);
         if (aborted || answered) return;
         Part& part = parts[index];
-        if (!event.tokens.empty() && !part.first_token_seen) {
-            part.first_token_seen = true;
-            timings->observe_first_token(Clock::now() - arrival);
+        if (!event.tokens.empty()) {
+            const Clock::time_point now = Clock::now();
+            if (!part.first_token_seen) {
+                part.first_token_seen = true;
+                timings->observe_first_token(now - arrival);
+            } else {
+                timings->observe_token_gap(now - part.last_token_at, event.tokens.size());
+            }
+            part.last_token_at = now;
         }
         part.completion_tokens += static_cast<int64_t>(event.tokens.size());
         part.text += event.text;

@@ -108,5 +108,19 @@ TEST(MetricsPage, EveryLineIsACommentOrAPrefixedSample) {
     EXPECT_GT(samples, 30);
 }
 
+// A landed copy brings several tokens in one event: each gets an equal share
+// of the gap, so the count is the number of tokens and the sum the gap.
+TEST(MetricsPage, InterTokenLatencySharesAnEventsGapAmongItsTokens) {
+    RequestTimings timings;
+    timings.observe_token_gap(std::chrono::milliseconds(2), 1);
+    timings.observe_token_gap(std::chrono::milliseconds(4), 4);
+    const std::string text = render_metrics({}, {}, timings.snapshot());
+    EXPECT_EQ(sample(text, "tensorfold_inter_token_latency_seconds_count"), 5);
+    EXPECT_DOUBLE_EQ(sample(text, "tensorfold_inter_token_latency_seconds_sum"), 0.006);
+    EXPECT_EQ(sample(text, R"(tensorfold_inter_token_latency_seconds_bucket{le="0.001"})"), 4);
+    EXPECT_EQ(sample(text, R"(tensorfold_inter_token_latency_seconds_bucket{le="0.0025000000000000001"})"), 5);
+}
+
 }  // namespace
 }  // namespace tf::http
+
