@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "config/build_info.h"
 #include "config/model_dir.h"
 
 #ifndef TF_VERSION
@@ -337,7 +338,7 @@ std::string parse_token_ids(const std::string& text, std::vector<int32_t>& ids) 
 
 ParseOutcome parse_command_line(const std::vector<std::string>& args, const std::string& executable) {
     CLI::App app{"tensorfold: an LLM inference server with Recall", "tensorfold"};
-    app.set_version_flag("--version", std::string("tensorfold ") + TF_VERSION);
+    app.set_version_flag("--version", std::string("tensorfold ") + TF_VERSION + " (commit " + git_commit() + ")");
     app.require_subcommand(0, 1);
 
     ParseOutcome outcome;
