@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "http/server.h"
 #include "model/cpu_backend.h"
 #include "recall/record.h"
+#include "recall/test_seams.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 
@@ -64,6 +66,25 @@ std::string served_name(const config::ServerConfig& config) {
 
 recall::TokenizerIdentity record_identity(const tokenizer::Tokenizer& tokenizer) {
     return {tokenizer.identity().digest_hex, tokenizer.identity().vocab_size};
+}
+
+std::unique_ptr<recall::Record> open_record(const config::ServerConfig& config, const std::string& model_name,
+                                            const tokenizer::Tokenizer& tokenizer) {
+    recall::RecordOptions options;
+    options.dir = config.recall.dir;  // empty: ~/.cache/tensorfold/recall/<tokenizer>
+    options.capacity_bytes = config.recall.disk_bytes();
+    options.read_only = config.recall.read_only;
+    options.model = model_name;
+    options.tokenizer = record_identity(tokenizer);
+    std::vector<std::string> seams;
+    options.fs = recall::with_test_seams(recall::FsOps::real(), [](const char* name) { return std::getenv(name); },
+                                         &seams);
+    for (const std::string& seam : seams) {
+        spdlog::warn("recall: test seam {} is set: the record's disk will fail or report free space on purpose "
+                     "(recall/test_seams.h); never set it outside tests",
+                     seam);
+    }
+    return recall::Record::open(std::move(options));
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -112,6 +133,13 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         spdlog::info("--device auto: serving on the CPU: {}", device.note);
     }
 
+    // The record opens before any weight loads: every refusal (another
+    // tokenizer's record, a missing or edited identity, a link, another
+    // user's or a world-readable file) needs only the tokenizer, and a user
+    // should not wait out a load and calibration to hear it.
+    std::unique_ptr<recall::Record> record;
+    if (config.recall.enabled) record = open_record(config, model_name, tokenizer);
+
     const auto load_start = std::chrono::steady_clock::now();
     std::unique_ptr<model::Backend> backend;
     gpu::CudaLoadInfo cuda;
@@ -137,17 +165,6 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     const engine::Calibration calibration = engine::measure_cost_curve(*backend, calibration_options);
     const double cost_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cost_start).count();
-
-    std::unique_ptr<recall::Record> record;
-    if (config.recall.enabled) {
-        recall::RecordOptions options;
-        options.dir = config.recall.dir;  // empty: ~/.cache/tensorfold/recall/<tokenizer>
-        options.capacity_bytes = config.recall.disk_bytes();
-        options.read_only = config.recall.read_only;
-        options.model = model_name;
-        options.tokenizer = record_identity(tokenizer);
-        record = recall::Record::open(std::move(options));
-    }
 
     // On a GPU the KV cache is one pool the weights left room for: every
     // stream may grow to its context, and the prompt cache keeps its share.
