@@ -41,7 +41,7 @@ enum class Flow { normal, break_loop, continue_loop };
 // with a message rather than exhaust the stack or hold a thread; real
 // templates stay orders of magnitude below each (fuzz/regressions/chat_template/).
 constexpr int kMaxMacroDepth = 100;           // macros calling macros
-constexpr int64_t kMaxSteps = int64_t{1} << 18;  // nodes executed and loop turns (~30 a message in Qwen3's template)
+constexpr int64_t kMaxSteps = int64_t{1} << 17;  // nodes executed and loop turns (tens a message in real templates)
 constexpr size_t kMaxStringBytes = size_t{1} << 24;  // one string value (16 MiB)
 
 // Integers are 64-bit here (Python's are unbounded): a result that does not
