@@ -58,7 +58,7 @@ std::vector<ChunkFileInfo> list_chunk_files(const std::string& dir) {
             // Owner and mode wait for the reader, but a link or a directory in
             // a chunk's place is refused here, before anything follows it.
             throw RecallError("recall: refusing the record file " + info.path + ": it " +
-                              *access_problem(st.st_mode, st.st_uid, st.st_uid, RecordEntry::file));
+                              *access_problem(st.st_mode, st.st_uid, st.st_uid, RecordEntry::file, info.path));
         }
         info.bytes = static_cast<uint64_t>(st.st_size);
         info.mode = st.st_mode;

@@ -31,7 +31,8 @@ bool is_symlink(const std::string& path) {
 
 }  // namespace
 
-std::optional<std::string> access_problem(mode_t mode, uid_t owner, uid_t server_uid, RecordEntry entry) {
+std::optional<std::string> access_problem(mode_t mode, uid_t owner, uid_t server_uid, RecordEntry entry,
+                                          const std::string& path) {
     if (S_ISLNK(mode)) {
         return std::string("is a symbolic link; the record lives only in real files and directories, so replace "
                            "the link with what it points to, or pass another --recall-dir");
@@ -48,7 +49,7 @@ std::optional<std::string> access_problem(mode_t mode, uid_t owner, uid_t server
     if ((mode & 077) != 0) {
         const char* fix = entry == RecordEntry::directory ? "700" : "600";
         return "has mode " + octal(mode) + ", which lets group or others in, and the record is the conversations "
-               "it came from; check who may have read it, then run chmod " + std::string(fix) + " on it";
+               "it came from; check who may have read it, then run chmod " + std::string(fix) + " " + path;
     }
     return std::nullopt;
 }
@@ -76,7 +77,7 @@ bool check_private_directory(const std::string& dir) {
     const int error = errno;
     ::close(fd);
     if (stat_result != 0) throw RecallError("recall: cannot stat " + dir + ": " + std::strerror(error));
-    if (auto problem = access_problem(st.st_mode, st.st_uid, ::geteuid(), RecordEntry::directory)) {
+    if (auto problem = access_problem(st.st_mode, st.st_uid, ::geteuid(), RecordEntry::directory, dir)) {
         throw RecallError(refusal(dir, RecordEntry::directory, *problem));
     }
     return true;
@@ -85,7 +86,7 @@ bool check_private_directory(const std::string& dir) {
 void check_private_file(int fd, const std::string& path) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) throw RecallError("recall: cannot stat " + path + ": " + std::strerror(errno));
-    if (auto problem = access_problem(st.st_mode, st.st_uid, ::geteuid(), RecordEntry::file)) {
+    if (auto problem = access_problem(st.st_mode, st.st_uid, ::geteuid(), RecordEntry::file, path)) {
         throw RecallError(refusal(path, RecordEntry::file, *problem));
     }
 }

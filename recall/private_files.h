@@ -25,11 +25,12 @@ enum class RecordEntry {
     file,       // chunk-*.ids, identity, lock (0600)
 };
 
-// What is wrong with an entry whose lstat/fstat gave `mode` and `owner`, for
-// a server running as `server_uid`, as a phrase to follow the path ("is a
-// symbolic link", "is owned by uid 65534, not by this server's user (uid 0)",
-// ...); nullopt when nothing is. The phrase includes the fix.
-std::optional<std::string> access_problem(mode_t mode, uid_t owner, uid_t server_uid, RecordEntry entry);
+// What is wrong with the entry at `path` whose lstat/fstat gave `mode` and
+// `owner`, for a server running as `server_uid`, as a phrase to follow the
+// path ("is a symbolic link", "is owned by uid 65534, not by this server's
+// user (uid 0)", ...); nullopt when nothing is. The phrase includes the fix.
+std::optional<std::string> access_problem(mode_t mode, uid_t owner, uid_t server_uid, RecordEntry entry,
+                                          const std::string& path);
 
 // Throws RecallError when `dir` is not a private directory of this user:
 // opened with O_NOFOLLOW and checked with fstat. Returns false, touching

@@ -149,7 +149,7 @@ void Record::load_chunks(bool writer) {
     // Every chunk file is checked before any is read, trimmed or deleted, so
     // a refused record is left exactly as it was found.
     for (const ChunkFileInfo& file : files) {
-        if (auto problem = access_problem(file.mode, file.owner, ::geteuid(), RecordEntry::file)) {
+        if (auto problem = access_problem(file.mode, file.owner, ::geteuid(), RecordEntry::file, file.path)) {
             throw RecallError("recall: refusing the record file " + file.path + ": it " + *problem);
         }
     }

@@ -53,23 +53,23 @@ class Umask {
 };
 
 TEST(AccessProblem, AcceptsAPrivateDirectoryAndFileOfTheServersUser) {
-    EXPECT_EQ(access_problem(S_IFDIR | 0700, 1000, 1000, RecordEntry::directory), std::nullopt);
-    EXPECT_EQ(access_problem(S_IFREG | 0600, 1000, 1000, RecordEntry::file), std::nullopt);
-    EXPECT_EQ(access_problem(S_IFREG | 0400, 1000, 1000, RecordEntry::file), std::nullopt);
+    EXPECT_EQ(access_problem(S_IFDIR | 0700, 1000, 1000, RecordEntry::directory, "/r"), std::nullopt);
+    EXPECT_EQ(access_problem(S_IFREG | 0600, 1000, 1000, RecordEntry::file, "/r"), std::nullopt);
+    EXPECT_EQ(access_problem(S_IFREG | 0400, 1000, 1000, RecordEntry::file, "/r"), std::nullopt);
 }
 
 TEST(AccessProblem, NamesALinkAnotherOwnerAndGroupOrOtherBitsWithTheFix) {
-    EXPECT_NE(access_problem(S_IFLNK | 0777, 1000, 1000, RecordEntry::directory)->find("symbolic link"),
+    EXPECT_NE(access_problem(S_IFLNK | 0777, 1000, 1000, RecordEntry::directory, "/r")->find("symbolic link"),
               std::string::npos);
-    const std::string owner = *access_problem(S_IFREG | 0600, kNobody, 1000, RecordEntry::file);
+    const std::string owner = *access_problem(S_IFREG | 0600, kNobody, 1000, RecordEntry::file, "/r");
     EXPECT_NE(owner.find("uid 65534"), std::string::npos) << owner;
     EXPECT_NE(owner.find("uid 1000"), std::string::npos) << owner;
-    const std::string group = *access_problem(S_IFDIR | 0750, 1000, 1000, RecordEntry::directory);
+    const std::string group = *access_problem(S_IFDIR | 0750, 1000, 1000, RecordEntry::directory, "/r");
     EXPECT_NE(group.find("0750"), std::string::npos) << group;
-    EXPECT_NE(group.find("chmod 700"), std::string::npos) << group;
-    const std::string other = *access_problem(S_IFREG | 0604, 1000, 1000, RecordEntry::file);
-    EXPECT_NE(other.find("chmod 600"), std::string::npos) << other;
-    EXPECT_NE(access_problem(S_IFDIR | 0700, 1000, 1000, RecordEntry::file)->find("not a regular file"),
+    EXPECT_NE(group.find("chmod 700 /r"), std::string::npos) << group;
+    const std::string other = *access_problem(S_IFREG | 0604, 1000, 1000, RecordEntry::file, "/r");
+    EXPECT_NE(other.find("chmod 600 /r"), std::string::npos) << other;
+    EXPECT_NE(access_problem(S_IFDIR | 0700, 1000, 1000, RecordEntry::file, "/r")->find("not a regular file"),
               std::string::npos);
 }
 
