@@ -10,12 +10,14 @@
 // before it sends the next one.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "child_process.h"
 #include "server_process.h"
@@ -191,14 +193,37 @@ TEST(FleetE2e, AffinityLandsEveryRegeneratedCopyAndRoundRobinNoMore) {
     EXPECT_GE(affinity.sessions_landed, round_robin.sessions_landed);
 }
 
-TEST(FleetE2e, SigtermDrainsTheBalancerThenStopsEachReplica) {
+TEST(FleetE2e, SigtermLetsAStreamInFlightFinishThenStopsEachReplica) {
     if (!installed("haproxy") || !installed("curl")) GTEST_SKIP() << "haproxy or curl missing (scripts/install-deps)";
     TempDir dir;
     Fleet fleet(dir, "hash");
     ASSERT_TRUE(fleet.ready()) << fleet.process().output();
-    EXPECT_EQ(fleet.complete(kPrompts[0], "drain").status, 200);
 
-    EXPECT_EQ(fleet.process().stop(), 0) << fleet.process().output();
+    // A streamed reply that has begun when SIGTERM arrives: the signal is
+    // sent once its first chunk has been read, so the request is in flight
+    // at a replica by then. It must still end with [DONE].
+    const std::string body = dir / "stream.json";
+    std::ofstream(body) << json{{"model", "tinycode"}, {"prompt", kPrompts[1]}, {"max_tokens", 256},
+                                {"temperature", 0.7}, {"seed", 3}, {"stream", true}}
+                               .dump();
+    FILE* stream = ::popen(("curl -sN --unix-socket " + dir / "fleet.sock" +
+                            " http://fleet/v1/completions -H 'Content-Type: application/json' -H 'X-Session-Id: drain'"
+                            " --data-binary @" + body)
+                               .c_str(),
+                           "r");
+    ASSERT_NE(stream, nullptr);
+    char line[65536];
+    std::vector<std::string> events;
+    while (std::fgets(line, sizeof line, stream) != nullptr) {
+        if (std::string(line).rfind("data: ", 0) != 0) continue;
+        events.emplace_back(line);
+        if (events.size() == 1) fleet.process().signal(SIGTERM);
+    }
+    ::pclose(stream);
+    ASSERT_FALSE(events.empty()) << "no chunk before the drain";
+    EXPECT_EQ(events.back(), "data: [DONE]\n") << events.size() << " events, the last: " << events.back();
+
+    EXPECT_EQ(fleet.process().wait(), 0) << fleet.process().output();
     const std::string out = fleet.process().output();
     EXPECT_NE(out.find("fleet: draining"), std::string::npos) << out;
     EXPECT_NE(out.find("fleet: stopped"), std::string::npos) << out;
