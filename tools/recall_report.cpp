@@ -121,7 +121,11 @@ void RecallComparison::add_run(const std::string& mode, const json& report) {
 
 std::map<CellKey, Cell> RecallComparison::cells() const {
     std::map<CellKey, Cell> out;
-    for (const auto& [key, runs] : samples_) {
+    for (const auto& entry : samples_) {
+        // Named references, not a structured binding: clang before 16 cannot
+        // capture a binding in the lambda below.
+        const CellKey& key = entry.first;
+        const auto& runs = entry.second;
         Cell cell;
         cell.runs = static_cast<int>(runs.size());
         auto med = [&runs](double RunSample::*field) {
@@ -159,7 +163,9 @@ std::string RecallComparison::markdown() const {
     out << " copies landed |" << " identical |\n|---|---:|";
     for (size_t i = 0; i < 2 * modes_.size(); ++i) out << "---:|";
     out << "---:|:---:|\n";
-    for (const auto& [workload, concurrency] : rows) {
+    for (const auto& row : rows) {
+        const std::string& workload = row.first;  // (not a binding: captured below, see cells())
+        const int concurrency = row.second;
         auto find = [&](const std::string& mode) -> const Cell* {
             auto it = table.find({mode, concurrency, workload});
             return it == table.end() ? nullptr : &it->second;
