@@ -147,17 +147,22 @@ TEST(PrometheusE2e, TheLandedCopyCounterOfARegeneratedRequestReachesPrometheus) 
     })) << "Prometheus answered " << result << " for " << landed_query << ", the server reports " << landed
         << "\n" << prometheus.output();
 
-    // The recording rule over the same counters: every copied token landed.
+    // The recording rule over the same counters gives a landing rate for
+    // the buckets that copied (the others are left out, not NaN).
     const std::string ratio = "instance_match:tensorfold_recall_copy_landing:ratio_rate15m";
     EXPECT_TRUE(poll_until([&] {
-        result = prometheus.query("sum(" + ratio + ") > 0");
-        return result.size() == 1;
+        result = prometheus.query(ratio);
+        bool all_positive = !result.empty();
+        for (const json& sample : result) all_positive = all_positive && value_of(sample) > 0;
+        return all_positive;
     })) << ratio << ": " << result;
 
-    // The percentiles docs/monitoring.md shows, over the same scrapes.
+    // The percentiles docs/monitoring.md shows, over the same scrapes. The
+    // window is long because a loaded machine may take minutes to get here,
+    // and a window that no longer holds the requests gives no percentile.
     for (const char* family : {"time_to_first_token", "inter_token_latency"}) {
         const std::string p99 = std::string("histogram_quantile(0.99, sum by (le) (rate(tensorfold_") + family +
-                                "_seconds_bucket[1m]))) > 0";
+                                "_seconds_bucket[30m]))) > 0";
         EXPECT_TRUE(poll_until([&] { return prometheus.query(p99).size() == 1; })) << p99;
     }
 
