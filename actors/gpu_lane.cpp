@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 
+#include "engine/round_driver.h"
+
 namespace tf::actors {
 
 namespace {
@@ -20,10 +22,9 @@ struct LaneState {
     std::map<uint64_t, Slot> slots;  // ordered: rounds list streams by handle
     std::deque<OpenStream> waiting;
     std::map<uint64_t, engine::StreamRows> pending;
+    std::vector<uint64_t> round_handles;  // the streams of the round's parts, in part order
+    std::optional<engine::RoundDriver> driver;  // made when the behavior gets the backend
     model::StreamId next_kv = 0;
-    std::vector<model::Row> rows;                  // the round's rows, kept to reuse their memory
-    std::vector<model::SamplingParams> samplers;   // per pending stream, in round order
-    model::RowOutputs outputs;
     std::optional<LentStream> solo;  // a lone stream lent to the lane
     ServiceMetrics metrics;
     static inline const char* name = "gpu_lane";
@@ -52,30 +53,22 @@ void open_slot(Self self, OpenStream request) {
 
 void run_round(Self self) {
     LaneState& s = self->state;
-    model::Backend& backend = *s.options.backend;
-    s.rows.clear();
-    s.samplers.clear();
+    engine::RoundDriver& driver = *s.driver;
+    s.round_handles.clear();
     for (auto& [handle, part] : s.pending) {
-        engine::use_sampler(part, static_cast<int32_t>(s.samplers.size()));
-        s.samplers.push_back(part.sampling);
-        s.rows.insert(s.rows.end(), part.rows.begin(), part.rows.end());
-    }
-    backend.forward(s.rows, s.samplers, s.outputs);
-    ++s.metrics.rounds_total;
-    const bool alone = s.options.lone_driver && s.pending.size() == 1 && s.slots.size() == 1 && s.waiting.empty();
-    size_t first_token = 0;
-    for (auto& [handle, part] : s.pending) {
-        const auto count = static_cast<size_t>(part.sampled_rows());
-        const engine::Verdict verdict =
-            engine::judge(part, std::span<const model::TokenId>(s.outputs.tokens).subspan(first_token, count));
-        first_token += count;
-        Slot& slot = s.slots.at(handle);
-        const int32_t keep = engine::kv_after(part, verdict);
-        if (backend.stream_length(slot.kv) > keep) backend.truncate(slot.kv, keep);  // rejected drafts
-        slot.awaiting = true;
-        self->send(slot.stream, verdict_atom::value, verdict, alone);
+        // The stream numbered its rows as its own; they run on its slot's cache.
+        driver.add(std::move(part), s.slots.at(handle).kv);
+        s.round_handles.push_back(handle);
     }
     s.pending.clear();
+    const std::vector<engine::Verdict>& verdicts = driver.run();
+    const bool alone =
+        s.options.lone_driver && s.round_handles.size() == 1 && s.slots.size() == 1 && s.waiting.empty();
+    for (size_t part = 0; part < verdicts.size(); ++part) {
+        Slot& slot = s.slots.at(s.round_handles[part]);
+        slot.awaiting = true;
+        self->send(slot.stream, verdict_atom::value, verdicts[part], alone);
+    }
 }
 
 // A round runs once every stream that was answered has spoken again: the
@@ -114,9 +107,9 @@ void close_slot(Self self, uint64_t handle, const std::vector<model::TokenId>* k
     maybe_run(self);
 }
 
-// The lone-stream driver. A lent stream's rounds are the ones its actor
-// would have run (the same drafting calls, the same forward of its rows
-// alone, the same landing), so its tokens are the same; what it saves is
+// The lone-stream path. A lent stream's rounds are the ones its actor would
+// have run: the drafting calls it makes, the same RoundDriver over its rows
+// alone, the same land_verdict. So its tokens are the same; what it saves is
 // the two messages and thread hand-offs a token costs through the actor.
 
 bool alone(const LaneState& s) { return s.slots.size() == 1 && s.waiting.empty(); }
@@ -133,65 +126,34 @@ void hand_back(Self self, StreamEvent event) {
     self->send(slot.stream, resume_atom::value, std::move(event));
 }
 
-void solo_round(Self self, engine::Draft draft) {
-    LaneState& s = self->state;
-    LentStream& solo = *s.solo;
-    engine::Stream& stream = *solo.stream;
-    const Slot& slot = s.slots.at(solo.handle);
-    model::Backend& backend = *s.options.backend;
-
-    engine::StreamRows part = stream.next_rows(0, std::move(draft));  // decoding: no prompt rows left
-    part.kv = slot.kv;
-    for (model::Row& row : part.rows) row.stream = slot.kv;
-    engine::use_sampler(part, 0);
-    backend.forward(part.rows, {&part.sampling, 1}, s.outputs);
-    ++s.metrics.rounds_total;
-    ++s.metrics.lone_rounds_total;
-    const engine::Verdict verdict = engine::judge(part, s.outputs.tokens);
-    const int32_t keep = engine::kv_after(part, verdict);
-    if (backend.stream_length(slot.kv) > keep) backend.truncate(slot.kv, keep);  // rejected drafts
-
-    // What the actor does with a verdict (stream_actor.cpp), up to the event.
-    engine::StreamUpdate update;
-    stream.apply(verdict, update);
-    if (stream.verified_last_round()) {
-        engine::Drafter::stream_outcome(stream);
-        if (solo.writer && stream.draft().source == engine::DraftSource::record) {
-            self->send(solo.writer, outcome_atom::value, CopyOutcome{stream.draft(), stream.last_landed_drafts()});
-        }
-    }
-    StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {}};
-    if (stream.finished() || !alone(s)) return hand_back(self, std::move(event));
-    if (!event.tokens.empty() || !event.text.empty()) self->send(slot.stream, event_atom::value, std::move(event));
-    // The next round comes after whatever is in the mailbox: an arriving
-    // stream or a reclaim is seen at the next step.
-    self->send(self, step_atom::value);
-}
-
-// One round's draft, as the actor's next_round() builds it: own context,
-// then a record copy when the stream may ask. The lane looks the record up
-// itself (the record is thread-safe; readers share it the same way), so a
-// lone stream with Recall on has no round trip per token either.
+// One round of the lent stream: drafted here (own context, then the record,
+// which is thread-safe and shared with the readers), so a lone stream with
+// Recall on has no round trip per token either. The next round is a message
+// to self: an arriving stream or a reclaim in the mailbox is seen first.
 void solo_step(Self self) {
     LaneState& s = self->state;
     if (!s.solo) return;
     if (!alone(s)) return hand_back(self, StreamEvent{});
-    engine::Stream& stream = *s.solo->stream;
-    const engine::Drafter& drafter = *s.solo->drafter;
-    const int32_t room = drafter.start_round(stream);
-    engine::Draft draft = drafter.own_context_draft(stream, room);
-    if (room > 0 && drafter.may_ask_record(stream)) {
-        engine::Draft copy =
-            engine::Drafter::record_draft(*drafter.record(), drafter.cost(), engine::Drafter::lookup_tail(stream), room,
-                                          stream.offer_state().own_expected_landed());
-        if (copy.source == engine::DraftSource::record) draft = std::move(copy);
+    const LentStream& solo = *s.solo;
+    engine::Stream& stream = *solo.stream;
+    const Slot& slot = s.slots.at(solo.handle);
+    s.driver->add_decoding(stream, *solo.drafter, slot.kv);
+    engine::Landing landing = engine::land_verdict(stream, s.driver->run().front());
+    ++s.metrics.lone_rounds_total;
+    if (landing.copy_verified && solo.writer) {
+        self->send(solo.writer, outcome_atom::value, CopyOutcome{stream.draft(), stream.last_landed_drafts()});
     }
-    solo_round(self, std::move(draft));
+    engine::StreamUpdate& update = landing.update;
+    StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {}};
+    if (stream.finished() || !alone(s)) return hand_back(self, std::move(event));
+    if (!event.tokens.empty() || !event.text.empty()) self->send(slot.stream, event_atom::value, std::move(event));
+    self->send(self, step_atom::value);
 }
 
 lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
     self->state.options = options;
     self->state.cache = engine::PromptCache(options.prompt_cache_tokens);
+    self->state.driver.emplace(*options.backend);
     // A stream actor that fails never sends its rows or its release: drop its
     // slot so the lane and the other streams go on.
     self->set_down_handler([self](caf::down_msg& down) {
@@ -217,9 +179,6 @@ lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
             auto found = self->state.slots.find(rows.handle);
             if (found == self->state.slots.end()) return;
             found->second.awaiting = false;
-            // The stream numbers its rows as its own; here they take its KV cache's id.
-            rows.rows.kv = found->second.kv;
-            for (model::Row& row : rows.rows.rows) row.stream = found->second.kv;
             self->state.pending[rows.handle] = std::move(rows.rows);
             maybe_run(self);
         },
@@ -246,6 +205,7 @@ lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
         [self](step_atom) { solo_step(self); },
         [self](metrics_atom) {
             ServiceMetrics m = self->state.metrics;
+            m.rounds_total = self->state.driver->rounds_run();
             m.requests_running = static_cast<int64_t>(self->state.slots.size());
             m.requests_waiting = static_cast<int64_t>(self->state.waiting.size());
             return m;

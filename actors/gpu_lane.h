@@ -1,10 +1,11 @@
 // gpu_lane: the only actor that touches the backend. It opens and releases
 // streams' KV caches (with the prompt cache), collects the rows streams send,
-// and runs a round as soon as every stream it has answered has sent its next
-// rows (or ended): one batched forward, then a verdict per stream (verify.h).
-// Streams beyond max_streams wait in order for a free slot. A stream alone
-// on the lane may lend itself to it (LentStream in messages.h): the lane
-// then drafts and lands its rounds itself, back to back.
+// and, once every stream it has answered has sent its next rows (or ended),
+// has its engine::RoundDriver run the round and sends each stream its
+// verdict. Streams beyond max_streams wait in order for a free slot. A stream
+// alone on the lane may lend itself to it (LentStream in messages.h): the
+// lane then has the same driver draft, run and land its rounds, back to back.
+// Rounds, verdicts and landing are engine code; this actor only moves messages.
 #pragma once
 
 #include "actors/messages.h"

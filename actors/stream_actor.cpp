@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "engine/round_driver.h"
+
 namespace tf::actors {
 
 namespace {
@@ -119,15 +121,13 @@ stream_actor::behavior_type stream_behavior(Self self, StreamOptions options) {
         [self](verdict_atom, engine::Verdict& verdict, bool alone) {
             StreamState& s = self->state;
             engine::Stream& stream = *s.stream;
-            engine::StreamUpdate update;
-            stream.apply(verdict, update);
-            if (stream.verified_last_round()) {
-                engine::Drafter::stream_outcome(stream);
-                if (s.options.writer && stream.draft().source == engine::DraftSource::record) {
-                    self->send(s.options.writer, outcome_atom::value,
-                               CopyOutcome{stream.draft(), stream.last_landed_drafts()});
-                }
+            // Landed as the lane lands a lent stream's rounds (round_driver.h).
+            engine::Landing landing = engine::land_verdict(stream, verdict);
+            if (landing.copy_verified && s.options.writer) {
+                self->send(s.options.writer, outcome_atom::value,
+                           CopyOutcome{stream.draft(), stream.last_landed_drafts()});
             }
+            engine::StreamUpdate& update = landing.update;
             after_round(self, StreamEvent{std::move(update.tokens), std::move(update.text), update.finish, 0, {}},
                         alone);
         },

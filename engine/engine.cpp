@@ -67,13 +67,7 @@ void Engine::retire(std::unique_ptr<Stream> stream) {
 
 std::vector<StreamUpdate> Engine::step() {
     admit();
-    Round round = lanes_.next_round();
-    std::vector<StreamUpdate> updates;
-    if (!round.empty()) {
-        backend_.forward(round.rows, round.samplers, outputs_);
-        ++rounds_;
-        updates = lanes_.land(round, outputs_.tokens);
-    }
+    std::vector<StreamUpdate> updates = lanes_.run_round();
     for (auto& stream : lanes_.take_finished()) {
         if (stream->finish_reason() == FinishReason::cancelled) {
             StreamUpdate update;

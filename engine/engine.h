@@ -1,8 +1,8 @@
 // Engine: the synchronous driver of the lane engine. It admits requests
 // (up to max_streams at once), resumes prompts from the prompt cache, runs
 // rounds over the backend, and hands finished requests' ids to the record.
-// The actors issue runs the same pieces concurrently; tests and the
-// `generate` command use this class directly.
+// The actors run the same rounds (RoundDriver) concurrently; tests, the
+// `generate` command and bench-engine use this class directly.
 //
 // Not thread-safe: one thread calls submit/cancel/step.
 #pragma once
@@ -60,7 +60,7 @@ public:
 
     int32_t context_size() const { return ctx_size_; }
     const DraftCounters& totals() const { return totals_; }
-    int64_t total_rounds() const { return rounds_; }
+    int64_t total_rounds() const { return lanes_.rounds_run(); }
     const PromptCache& prompt_cache() const { return prompt_cache_; }
 
 private:
@@ -78,8 +78,6 @@ private:
     std::deque<std::pair<RequestId, GenerationRequest>> waiting_;
     RequestId next_request_ = 1;
     DraftCounters totals_;
-    int64_t rounds_ = 0;
-    model::RowOutputs outputs_;
     std::unordered_map<RequestId, Completion> completions_;  // for generate()
 };
 

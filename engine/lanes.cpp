@@ -5,48 +5,45 @@
 namespace tf::engine {
 
 Lanes::Lanes(model::Backend& backend, Drafter& drafter, LanesOptions options)
-    : backend_(backend), drafter_(drafter), options_(options) {}
+    : backend_(backend), drafter_(drafter), options_(options), driver_(backend) {}
 
-void add_to_round(Round& round, Stream* stream, StreamRows part) {
-    use_sampler(part, static_cast<int32_t>(round.samplers.size()));
-    round.samplers.push_back(part.sampling);
-    round.first_token.push_back(round.sampled_rows);
-    round.sampled_rows += part.sampled_rows();
-    round.rows.insert(round.rows.end(), part.rows.begin(), part.rows.end());
-    round.streams.push_back(stream);
-    round.parts.push_back(std::move(part));
+std::vector<StreamUpdate> Lanes::run_round() {
+    assemble();
+    if (driver_.empty()) return {};
+    driver_.run();
+    return land();
 }
 
-Round Lanes::next_round() {
-    Round round;
+void Lanes::assemble() {
+    grafts_.clear();
+    graft_askers_.clear();
     // Decoding streams first: their rows are few and a reply is waiting on them.
     for (auto& stream : streams_) {
         if (stream->finished() || stream->prefilling()) continue;
         if (!options_.grafted) {
-            add_to_round(round, stream.get(), stream->next_rows(0, drafter_.next_draft(*stream)));
+            driver_.add_decoding(*stream, drafter_);
             continue;
         }
         const int32_t room = drafter_.start_round(*stream);
         Draft own = drafter_.own_context_draft(*stream, room);
         bool asked = false;
         Draft graft = drafter_.graft_draft(*stream, room, &asked);
-        if (asked) round.graft_askers.push_back(stream.get());
-        const size_t main = round.parts.size();
-        add_to_round(round, stream.get(), stream->next_rows(0, std::move(own)));
-        if (!graft.tokens.empty() && graft.tokens != round.parts[main].draft) add_graft(round, *stream, main, std::move(graft));
+        if (asked) graft_askers_.push_back(stream.get());
+        const size_t main = driver_.add(stream->next_rows(0, std::move(own)), stream->kv(), stream.get());
+        if (!graft.tokens.empty() && graft.tokens != driver_.part(main).draft) {
+            add_graft(*stream, main, std::move(graft));
+        }
     }
     for (auto& stream : streams_) {
         if (!stream->prefilling()) continue;
-        const int32_t budget =
-            std::min(options_.prefill_chunk, options_.max_rows_per_round - static_cast<int32_t>(round.rows.size()));
+        const int32_t budget = std::min(options_.prefill_chunk, options_.max_rows_per_round - driver_.row_count());
         if (budget <= 0) break;
-        add_to_round(round, stream.get(), stream->next_rows(budget, Draft{}));
+        driver_.add_prefill(*stream, budget);
     }
-    return round;
 }
 
-void Lanes::add_graft(Round& round, Stream& stream, size_t main, Draft graft) {
-    const StreamRows& own = round.parts[main];
+void Lanes::add_graft(Stream& stream, size_t main, Draft graft) {
+    const StreamRows& own = driver_.part(main);
     graft.tokens.resize(std::min<size_t>(graft.tokens.size(), static_cast<size_t>(stream.draft_room())));
     if (graft.tokens.empty()) return;
     // The branch runs on a fork of the stream's cache: positions 0..kv_length-1.
@@ -55,7 +52,6 @@ void Lanes::add_graft(Round& round, Stream& stream, size_t main, Draft graft) {
     backend_.open_stream(fork, stream.capacity());  // the fork may become the stream's cache
     if (base > 0) backend_.copy_prefix(stream.kv(), fork, base);
     StreamRows rows;
-    rows.kv = fork;
     rows.sampling = own.sampling;
     rows.first_position = own.first_position;
     rows.samples = true;
@@ -64,73 +60,60 @@ void Lanes::add_graft(Round& round, Stream& stream, size_t main, Draft graft) {
     for (size_t i = 0; i < graft.tokens.size(); ++i) {
         rows.rows.push_back({fork, base + 1 + static_cast<int32_t>(i), graft.tokens[i], false, 0});
     }
-    round.grafts.push_back({round.parts.size(), main, std::move(graft)});
-    add_to_round(round, nullptr, std::move(rows));
+    const size_t part = driver_.add(std::move(rows), fork);
+    grafts_.push_back({part, main, std::move(graft)});
 }
 
-StreamUpdate Lanes::land_graft(const Round& round, const Graft& graft, std::span<const model::TokenId> tokens,
-                               int32_t* graft_landed) {
-    auto tokens_of = [&](size_t part) {
-        return tokens.subspan(static_cast<size_t>(round.first_token[part]),
-                              static_cast<size_t>(round.parts[part].sampled_rows()));
-    };
-    Stream& stream = *round.streams[graft.main];
-    const StreamRows& own = round.parts[graft.main];
-    const StreamRows& branch = round.parts[graft.part];
-    const Verdict own_verdict = judge(own, tokens_of(graft.main));
-    const Verdict branch_verdict = judge(branch, tokens_of(graft.part));
+StreamUpdate Lanes::land_stream(Stream& stream, const Verdict& verdict) {
+    Landing landing = land_verdict(stream, verdict);
+    // On one thread the record-wide policy learns the outcome at once; the
+    // actors send it to the recall writer instead.
+    if (landing.copy_verified && drafter_.record()) {
+        Drafter::record_outcome(*drafter_.record(), stream.draft(), stream.last_landed_drafts());
+    }
+    return std::move(landing.update);
+}
+
+StreamUpdate Lanes::land_graft(const Graft& graft, int32_t* graft_landed) {
+    Stream& stream = *driver_.stream(graft.main);
+    const StreamRows& branch = driver_.part(graft.part);
+    const Verdict& own_verdict = driver_.verdicts()[graft.main];
+    const Verdict& branch_verdict = driver_.verdicts()[graft.part];
     *graft_landed = branch_verdict.landed_drafts;
     // Both branches sample the same tokens wherever their prefixes agree, so
-    // the longer landed run is simply more of the same reply. Own context wins ties.
+    // the longer landed run is simply more of the same reply. Own context wins
+    // ties. The driver already cut each branch back to what it landed.
     const bool branch_wins = branch_verdict.landed_drafts > own_verdict.landed_drafts;
-    const StreamId loser = branch_wins ? stream.kv() : branch.kv;
-    const Verdict& verdict = branch_wins ? branch_verdict : own_verdict;
-    const StreamRows& winner = branch_wins ? branch : own;
-    const int32_t keep = kv_after(winner, verdict);
-    if (backend_.stream_length(winner.kv) > keep) backend_.truncate(winner.kv, keep);
-    backend_.close_stream(loser);
+    backend_.close_stream(branch_wins ? stream.kv() : branch.kv);
     if (branch_wins) stream.take_branch(branch, graft.draft, branch.kv);
-    StreamUpdate update;
-    stream.apply(verdict, update);
-    if (stream.verified_last_round()) drafter_.after_landing(stream);
-    return update;
+    return land_stream(stream, branch_wins ? branch_verdict : own_verdict);
 }
 
-std::vector<StreamUpdate> Lanes::land(const Round& round, std::span<const model::TokenId> tokens) {
+std::vector<StreamUpdate> Lanes::land() {
     std::vector<StreamUpdate> updates;
     auto keep_update = [&](StreamUpdate&& update) {
         if (!update.tokens.empty() || !update.text.empty() || update.finish != FinishReason::running) {
             updates.push_back(std::move(update));
         }
     };
-    std::vector<bool> settled(round.parts.size(), false);
+    std::vector<bool> settled(driver_.part_count(), false);
     std::vector<std::pair<Stream*, int32_t>> graft_landed;
-    for (const Graft& graft : round.grafts) {
+    for (const Graft& graft : grafts_) {
         int32_t landed = 0;
-        keep_update(land_graft(round, graft, tokens, &landed));
+        keep_update(land_graft(graft, &landed));
         settled[graft.main] = settled[graft.part] = true;
-        graft_landed.emplace_back(round.streams[graft.main], landed);
+        graft_landed.emplace_back(driver_.stream(graft.main), landed);
     }
-    for (Stream* asker : round.graft_askers) {
+    for (Stream* asker : graft_askers_) {
         int32_t landed = 0;
         for (const auto& [stream, n] : graft_landed) {
             if (stream == asker) landed = n;
         }
         asker->offer_state().record_graft_outcome(static_cast<uint32_t>(landed));
     }
-    for (size_t s = 0; s < round.parts.size(); ++s) {
-        if (settled[s]) continue;
-        Stream& stream = *round.streams[s];
-        const StreamRows& part = round.parts[s];
-        const Verdict verdict = judge(part, tokens.subspan(static_cast<size_t>(round.first_token[s]),
-                                                            static_cast<size_t>(part.sampled_rows())));
-        // Rejected drafts leave the KV cache.
-        const int32_t keep = kv_after(part, verdict);
-        if (backend_.stream_length(stream.kv()) > keep) backend_.truncate(stream.kv(), keep);
-        StreamUpdate update;
-        stream.apply(verdict, update);
-        if (stream.verified_last_round()) drafter_.after_landing(stream);
-        keep_update(std::move(update));
+    for (size_t part = 0; part < driver_.part_count(); ++part) {
+        if (settled[part]) continue;
+        keep_update(land_stream(*driver_.stream(part), driver_.verdicts()[part]));
     }
     return updates;
 }

@@ -1,20 +1,21 @@
-// Lanes: the streams being decoded and the rounds they share. A round is one
-// batched forward over the rows of every ready stream (continuous batching:
-// streams join and leave between rounds). The engine loop reads
+// Lanes: the streams Engine is decoding, and which of them take part in
+// each round. A round is one batched forward over the rows of every ready
+// stream (continuous batching: streams join and leave between rounds);
+// RoundDriver assembles, runs and judges it, the same code the gpu_lane
+// actor uses. The engine loop reads
 //
-//     Round round = lanes.next_round();
-//     backend.forward(round.rows, round.samplers, outputs);
-//     updates = lanes.land(round, outputs.tokens);
+//     std::vector<StreamUpdate> updates = lanes.run_round();
 //
-// Lanes truncates rejected drafts from the KV cache after landing; it never
-// runs a forward itself, so a lane actor can own the backend.
-// Not thread-safe (one engine thread).
+// What Lanes adds is policy: decoding streams first and prompt chunks after
+// them up to max_rows_per_round, the record asked synchronously, and the
+// optional grafted branches. Not thread-safe (one engine thread).
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "engine/drafter.h"
+#include "engine/round_driver.h"
 #include "engine/stream.h"
 #include "model/backend.h"
 
@@ -42,25 +43,10 @@ struct LanesOptions {
 
 // A grafted branch: rows on a fork of a stream's KV.
 struct Graft {
-    size_t part = 0;     // index of the branch's rows in Round::parts
-    size_t main = 0;     // index of the stream's own rows
+    size_t part = 0;     // the branch's part in the round (RoundDriver::part)
+    size_t main = 0;     // the stream's own part
     Draft draft;
 };
-
-struct Round {
-    std::vector<model::Row> rows;        // every stream's rows, concatenated
-    std::vector<Stream*> streams;        // per part: its stream (null for a graft's part)
-    std::vector<StreamRows> parts;       // per stream: what it put in
-    std::vector<model::SamplingParams> samplers;  // per part: its sampling (the rows' sampler index)
-    std::vector<int32_t> first_token;    // per part: index of its first sampled token
-    std::vector<Graft> grafts;
-    std::vector<Stream*> graft_askers;   // streams whose grafted lane asked the record
-    int32_t sampled_rows = 0;            // rows so far that sample a token
-    bool empty() const { return rows.empty(); }
-};
-
-// Appends one stream's rows to a round.
-void add_to_round(Round& round, Stream* stream, StreamRows part);
 
 class Lanes {
 public:
@@ -72,21 +58,27 @@ public:
     size_t size() const { return streams_.size(); }
     std::vector<std::unique_ptr<Stream>>& streams() { return streams_; }
 
-    Round next_round();
-    // tokens: what the forward sampled for the round's rows, in row order.
-    std::vector<StreamUpdate> land(const Round& round, std::span<const model::TokenId> tokens);
+    // One round over every stream that can take part: what each landed.
+    // Empty, and no forward run, when no stream is ready.
+    std::vector<StreamUpdate> run_round();
+    int64_t rounds_run() const { return driver_.rounds_run(); }
 
     // Streams that have ended, removed from the lanes. Their KV is still open.
     std::vector<std::unique_ptr<Stream>> take_finished();
 
 private:
+    void assemble();
+    void add_graft(Stream& stream, size_t main, Draft graft);
+    std::vector<StreamUpdate> land();
+    StreamUpdate land_graft(const Graft& graft, int32_t* graft_landed);
+    StreamUpdate land_stream(Stream& stream, const Verdict& verdict);
+
     model::Backend& backend_;
     Drafter& drafter_;
     LanesOptions options_;
-    void add_graft(Round& round, Stream& stream, size_t main, Draft graft);
-    StreamUpdate land_graft(const Round& round, const Graft& graft, std::span<const model::TokenId> tokens,
-                            int32_t* graft_landed);
-
+    RoundDriver driver_;
+    std::vector<Graft> grafts_;           // this round's
+    std::vector<Stream*> graft_askers_;   // streams whose grafted lane asked the record this round
     std::vector<std::unique_ptr<Stream>> streams_;
     StreamId next_kv_ = 0;
 };

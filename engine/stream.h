@@ -1,6 +1,6 @@
 // Stream: one request's decoding state inside the engine: its tokens, its
 // place in the KV cache, its draft, and how its reply ends. Pure logic: it
-// produces rows and consumes the tokens they sampled; Lanes does the backend calls.
+// produces rows and consumes the tokens they sampled; RoundDriver does the backend calls.
 //
 // Positions: the prompt and reply form one sequence; the KV cache holds
 // positions 0..kv_length-1. While decoding, the last sampled token (the

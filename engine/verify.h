@@ -4,8 +4,9 @@
 // section 4), and the first sampled token that differs (or the one after
 // the whole draft) is the round's own token.
 //
-// The lane that ran the forward judges each stream's rows right away, so only
-// the landed tokens travel back to the stream (DESIGN.md 3, step 4).
+// RoundDriver judges each stream's rows right after the forward, so only the
+// landed tokens travel back to a stream that lives elsewhere (docs/design.md,
+// section 3, step 5).
 // Pure; thread-safe.
 #pragma once
 
