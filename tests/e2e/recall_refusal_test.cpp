@@ -19,11 +19,13 @@ namespace fs = std::filesystem;
 
 constexpr uid_t kNobody = 65534;
 
-// Built once per test binary run: a real record (identity, lock, one chunk
-// file) written by tinycode, and the model directory with broken weights.
+// Built once per test binary run, by the first test: a real record
+// (identity, lock, one chunk file) written by tinycode, and the model
+// directory with broken weights. Made in SetUp rather than SetUpTestSuite so
+// that a failure there fails the test instead of skipping it.
 class RecallRefusal : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() {
+    static void make_template() {
         scratch_ = new TempDir;
         const std::string record = *scratch_ / "template";
         {
@@ -42,6 +44,7 @@ protected:
         }
         // A header length of 2^63: no safetensors reader gets past it.
         std::ofstream(model + "/model.safetensors", std::ios::binary) << std::string("\0\0\0\0\0\0\0\x80garbage", 15);
+        template_ready_ = true;
     }
     static void TearDownTestSuite() {
         delete scratch_;
@@ -49,7 +52,8 @@ protected:
     }
 
     void SetUp() override {
-        if (!scratch_) GTEST_SKIP() << "the suite's set-up failed";
+        if (!scratch_) make_template();
+        ASSERT_TRUE(template_ready_) << "the record and model that every test here copies could not be made";
         record_ = dir_ / "record";
         ASSERT_EQ(shell("cp -a '" + *scratch_ / "template" + "' '" + record_ + "' && echo ok"), "ok\n");
     }
@@ -72,6 +76,7 @@ protected:
     std::string chunk() const { return record_ + "/chunk-000000000001.ids"; }
 
     static inline TempDir* scratch_ = nullptr;
+    static inline bool template_ready_ = false;
     TempDir dir_;
     std::string record_;
 };
