@@ -43,11 +43,22 @@ RecordOptions fuzz_options(const std::string& dir, bool read_only) {
 
 // One record directory for the whole run, its identity written once; each
 // input replaces the chunk files in it.
+std::string& temp_root() {
+    static std::string root;
+    return root;
+}
+
 const std::string& record_dir() {
     static const std::string dir = [] {
         char pattern[] = "/tmp/tf-chunk-fuzz-XXXXXX";
         if (!::mkdtemp(pattern)) std::abort();
-        const std::string made = std::string(pattern) + "/record";
+        temp_root() = pattern;
+        // Every replay in ctest makes one; none should outlive its run.
+        std::atexit([] {
+            std::error_code ignored;
+            std::filesystem::remove_all(temp_root(), ignored);
+        });
+        const std::string made = temp_root() + "/record";
         Record::open(fuzz_options(made, false));
         return made;
     }();
