@@ -46,10 +46,18 @@ constexpr size_t kMaxStringBytes = size_t{1} << 24;  // one string value (16 MiB
 
 // Integers are 64-bit here (Python's are unbounded): a result that does not
 // fit is an error instead of undefined behaviour.
-int64_t checked(bool overflowed, int64_t value, int line) {
-    if (overflowed) runtime_error(line, "integer overflow");
-    return value;
+// `op` is one of the __builtin_*_overflow functions. The result is read only
+// after the builtin has written it: passing both as arguments of one call
+// would leave their order to the compiler (g++ read the result first).
+template <class Op>
+int64_t checked(Op op, int64_t a, int64_t b, int line) {
+    int64_t result = 0;
+    if (op(a, b, &result)) runtime_error(line, "integer overflow");
+    return result;
 }
+bool add_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); }
+bool sub_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); }
+bool mul_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
 
 int64_t to_integer(double value, int line) {
     // 2^63 is exactly representable; anything at or beyond it (or NaN) is not an int64.
@@ -251,8 +259,7 @@ private:
                 Value v = eval(*e.kids[0], scope);
                 if (e.name == "not") return Value::boolean(!v.truthy());
                 if (v.type == Value::Type::integer) {
-                    int64_t negated = 0;
-                    return Value::integer(e.name == "-" ? checked(__builtin_sub_overflow(int64_t{0}, v.i, &negated), negated, e.line) : v.i);
+                    return Value::integer(e.name == "-" ? checked(sub_overflows, 0, v.i, e.line) : v.i);
                 }
                 if (v.is_numeric()) return Value::number(e.name == "-" ? -v.as_double() : v.as_double());
                 runtime_error(e.line, "unary " + e.name + " needs a number, got " + type_name(v));
@@ -325,10 +332,9 @@ private:
         }
         const bool ints = a.type != Value::Type::number && b.type != Value::Type::number;
         const double x = a.as_double(), y = b.as_double();
-        int64_t r = 0;
-        if (op == "+") return ints ? Value::integer(checked(__builtin_add_overflow(a.i, b.i, &r), r, e.line)) : Value::number(x + y);
-        if (op == "-") return ints ? Value::integer(checked(__builtin_sub_overflow(a.i, b.i, &r), r, e.line)) : Value::number(x - y);
-        if (op == "*") return ints ? Value::integer(checked(__builtin_mul_overflow(a.i, b.i, &r), r, e.line)) : Value::number(x * y);
+        if (op == "+") return ints ? Value::integer(checked(add_overflows, a.i, b.i, e.line)) : Value::number(x + y);
+        if (op == "-") return ints ? Value::integer(checked(sub_overflows, a.i, b.i, e.line)) : Value::number(x - y);
+        if (op == "*") return ints ? Value::integer(checked(mul_overflows, a.i, b.i, e.line)) : Value::number(x * y);
         if (op == "**") return ints && b.i >= 0 ? Value::integer(to_integer(std::pow(x, y), e.line)) : Value::number(std::pow(x, y));
         if (y == 0) runtime_error(e.line, "division by zero");
         if (op == "/") return Value::number(x / y);
