@@ -83,9 +83,17 @@ public:
         stream.handle = handle;
         stream.request = std::move(request);
         stream.on_event = [this, handle, consumer](StreamEvent event) {
-            const bool last = event.finish != engine::FinishReason::running;
-            if (last) forget(handle);
-            (*consumer)(std::move(event));
+            if (event.finish == engine::FinishReason::running) return (*consumer)(std::move(event));
+            // Forgotten only after the consumer has returned: shutdown() waits
+            // for every request to be forgotten, and what the consumer uses
+            // (the router, the connection) may go once shutdown() returns.
+            try {
+                (*consumer)(std::move(event));
+            } catch (...) {
+                forget(handle);
+                throw;
+            }
+            forget(handle);
         };
         stream.context_size = context_size_;
         stream.prefill_chunk = options_.engine.lanes.prefill_chunk;

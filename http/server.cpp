@@ -349,7 +349,12 @@ std::shared_ptr<Responder> Connection::make_responder() {
 struct Server::Impl {
     Shared shared;
     net::io_context io{};
-    tcp::acceptor acceptor{io};
+    // Every use of the acceptor once start() has run (an accept completing,
+    // the next one armed, the close in stop()) is on this strand: with two
+    // I/O threads, a close from one thread while the other arms the next
+    // accept crashed the reactor.
+    net::strand<net::io_context::executor_type> accept_strand{net::make_strand(io)};
+    tcp::acceptor acceptor{accept_strand};
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
     std::vector<std::thread> threads;
     std::once_flag stop_once;
@@ -420,7 +425,7 @@ void Server::stop(std::chrono::milliseconds grace) {
     std::call_once(impl_->stop_once, [&] {
         Impl& impl = *impl_;
         impl.shared.stopping = true;
-        net::post(impl.io, [&impl] {
+        net::post(impl.accept_strand, [&impl] {
             beast::error_code ignored;
             impl.acceptor.close(ignored);
         });
