@@ -144,7 +144,8 @@ void solo_step(Self self) {
         self->send(solo.writer, outcome_atom::value, CopyOutcome{stream.draft(), stream.last_landed_drafts()});
     }
     engine::StreamUpdate& update = landing.update;
-    StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {}};
+    StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {},
+                      std::move(update.logprobs)};
     if (stream.finished() || !alone(s)) return hand_back(self, std::move(event));
     if (!event.tokens.empty() || !event.text.empty()) self->send(slot.stream, event_atom::value, std::move(event));
     self->send(self, step_atom::value);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/host_sampling.h"
 #include "engine/request.h"
 #include "recall/record.h"
 
@@ -27,6 +28,7 @@ struct StreamEvent {
     engine::FinishReason finish = engine::FinishReason::running;  // the last event has finish != running
     int32_t resume_point = 0;            // prompt tokens the prompt cache already held (last event)
     engine::DraftCounters counters;      // the request's draft counters (last event)
+    std::vector<engine::TokenLogprob> logprobs;  // one per token, when the request asked for them
 };
 
 using EventCallback = std::function<void(StreamEvent)>;

@@ -128,7 +128,9 @@ stream_actor::behavior_type stream_behavior(Self self, StreamOptions options) {
                            CopyOutcome{stream.draft(), stream.last_landed_drafts()});
             }
             engine::StreamUpdate& update = landing.update;
-            after_round(self, StreamEvent{std::move(update.tokens), std::move(update.text), update.finish, 0, {}},
+            after_round(self,
+                        StreamEvent{std::move(update.tokens), std::move(update.text), update.finish, 0, {},
+                                    std::move(update.logprobs)},
                         alone);
         },
         [self](event_atom, StreamEvent& event) { self->state.options.on_event(std::move(event)); },

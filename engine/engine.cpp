@@ -95,6 +95,7 @@ Completion Engine::generate(GenerationRequest request) {
             Completion& c = found->second;
             c.tokens.insert(c.tokens.end(), update.tokens.begin(), update.tokens.end());
             c.text += update.text;
+            c.logprobs.insert(c.logprobs.end(), update.logprobs.begin(), update.logprobs.end());
             c.finish = update.finish;
         }
     }

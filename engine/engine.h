@@ -35,6 +35,7 @@ struct Completion {
     FinishReason finish = FinishReason::running;
     int32_t resume_point = 0;  // prompt tokens the prompt cache already held
     DraftCounters counters;
+    std::vector<TokenLogprob> logprobs;  // when the request asked for them
 };
 
 class Engine {

@@ -45,7 +45,9 @@ void Lanes::assemble() {
 void Lanes::add_graft(Stream& stream, size_t main, Draft graft) {
     const StreamRows& own = driver_.part(main);
     graft.tokens.resize(std::min<size_t>(graft.tokens.size(), static_cast<size_t>(stream.draft_room())));
-    if (graft.tokens.empty()) return;
+    // A branch would need its own masks and logprobs; such streams draft
+    // from one source a round.
+    if (graft.tokens.empty() || own.host_sampled()) return;
     // The branch runs on a fork of the stream's cache: positions 0..kv_length-1.
     const StreamId fork = new_kv();
     const int32_t base = stream.kv_length();

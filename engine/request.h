@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/constraint.h"
 #include "engine/sampler.h"
 #include "model/backend.h"
 
@@ -20,6 +22,8 @@ struct GenerationRequest {
     int32_t max_tokens = 16;
     std::vector<TokenId> stop_tokens;        // e.g. the model's EOS ids; the reply ends after one
     std::vector<std::string> stop_strings;   // matched on decoded text (needs a tokenizer)
+    std::shared_ptr<const Constraint> constraint;  // null: any token may come (constraint.h)
+    int32_t logprobs = -1;  // >= 0: each reply token's logprob and this many alternatives (host_sampling.h)
 };
 
 enum class FinishReason { running, stop_token, stop_string, length, context_full, cancelled };

@@ -13,8 +13,10 @@ void RoundDriver::start_if_ran() {
     parts_.clear();
     streams_.clear();
     first_token_.clear();
+    first_logits_.clear();
     verdicts_.clear();
     sampled_rows_ = 0;
+    logit_rows_ = 0;
 }
 
 size_t RoundDriver::add(StreamRows part, StreamId kv, Stream* stream) {
@@ -25,8 +27,24 @@ size_t RoundDriver::add(StreamRows part, StreamId kv, Stream* stream) {
     use_sampler(part, static_cast<int32_t>(samplers_.size()));
     samplers_.push_back(part.sampling);
     first_token_.push_back(sampled_rows_);
-    sampled_rows_ += part.sampled_rows();
-    rows_.insert(rows_.end(), part.rows.begin(), part.rows.end());
+    first_logits_.push_back(logit_rows_);
+    if (part.host_sampled()) {
+        // Its sampling rows bring their logits back and sample nothing on
+        // the device; run() samples them (host_sampling.h).
+        assert(part.masks.empty() || part.masks.size() == static_cast<size_t>(part.sampled_rows() * part.mask_words));
+        for (model::Row row : part.rows) {
+            if (row.sampler >= 0) {
+                row.want_logits = true;
+                row.sampler = -1;
+            }
+            logit_rows_ += row.want_logits ? 1 : 0;
+            rows_.push_back(row);
+        }
+    } else {
+        sampled_rows_ += part.sampled_rows();
+        for (const model::Row& row : part.rows) logit_rows_ += row.want_logits ? 1 : 0;
+        rows_.insert(rows_.end(), part.rows.begin(), part.rows.end());
+    }
     parts_.push_back(std::move(part));
     streams_.push_back(stream);
     return parts_.size() - 1;
@@ -48,14 +66,39 @@ const std::vector<Verdict>& RoundDriver::run() {
     ++rounds_run_;
     ran_ = true;
     const std::span<const TokenId> tokens(outputs_.tokens);
+    const auto vocab = static_cast<size_t>(backend_.config().vocab_size);
     verdicts_.clear();
     for (size_t i = 0; i < parts_.size(); ++i) {
         const StreamRows& part = parts_[i];
-        verdicts_.push_back(judge(
-            part, tokens.subspan(static_cast<size_t>(first_token_[i]), static_cast<size_t>(part.sampled_rows()))));
+        const auto sampled_rows = static_cast<size_t>(part.sampled_rows());
+        // Row j of the part's sampling rows, when its logits came back.
+        auto logits = [&](size_t j) {
+            return std::span<const float>(outputs_.logits).subspan((static_cast<size_t>(first_logits_[i]) + j) * vocab,
+                                                                   vocab);
+        };
+        if (!part.host_sampled()) {
+            verdicts_.push_back(judge(part, tokens.subspan(static_cast<size_t>(first_token_[i]), sampled_rows)));
+        } else {
+            host_tokens_.clear();
+            const auto words = static_cast<size_t>(part.mask_words);
+            for (size_t j = 0; j < sampled_rows; ++j) {
+                const std::span<const uint64_t> mask =
+                    part.masks.empty() ? std::span<const uint64_t>{} : std::span(part.masks).subspan(j * words, words);
+                host_tokens_.push_back(
+                    sample_row(logits(j), mask, part.sampling, part.first_position + static_cast<int64_t>(j), masked_));
+            }
+            verdicts_.push_back(judge(part, host_tokens_));
+        }
+        Verdict& verdict = verdicts_.back();
+        if (part.logprobs >= 0) {
+            // The verdict's tokens are the ones its first rows sampled.
+            for (size_t k = 0; k < verdict.tokens.size(); ++k) {
+                verdict.logprobs.push_back(logprob_of(logits(k), verdict.tokens[k], part.logprobs));
+            }
+        }
         // The forward appended every row's K/V; drafts the model did not
         // confirm must not stay as context for the next round.
-        const int32_t keep = kv_after(part, verdicts_.back());
+        const int32_t keep = kv_after(part, verdict);
         if (backend_.stream_length(part.kv) > keep) backend_.truncate(part.kv, keep);
     }
     return verdicts_;

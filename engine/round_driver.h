@@ -75,9 +75,13 @@ private:
     std::vector<model::SamplingParams> samplers_;  // one per part: row.sampler indexes it
     std::vector<StreamRows> parts_;
     std::vector<Stream*> streams_;      // per part, null when the caller has no Stream
-    std::vector<int32_t> first_token_;  // per part: where its sampled tokens start
+    std::vector<int32_t> first_token_;  // per part: where its device-sampled tokens start
+    std::vector<int32_t> first_logits_;  // per part: its first row of returned logits (host-sampled parts)
     int32_t sampled_rows_ = 0;
+    int32_t logit_rows_ = 0;
     model::RowOutputs outputs_;
+    std::vector<TokenId> host_tokens_;  // a host-sampled part's tokens
+    std::vector<float> masked_;         // scratch for a masked row's logits
     std::vector<Verdict> verdicts_;
     bool ran_ = false;
     int64_t rounds_run_ = 0;

@@ -19,6 +19,23 @@ Stream::Stream(RequestId request, StreamId kv, GenerationRequest spec, int32_t r
       stops_(spec_.stop_strings) {
     assert(resume_point_ < prompt_length());
     context_.append(spec_.prompt);
+    if (spec_.constraint) constraint_ = spec_.constraint->start();
+}
+
+void Stream::add_masks(StreamRows& rows, std::vector<TokenId>& draft) const {
+    std::unique_ptr<ConstraintState> state = constraint_->clone();
+    std::vector<uint64_t> bits;
+    for (size_t i = 0;; ++i) {
+        state->allowed(bits);
+        if (rows.mask_words == 0) rows.mask_words = static_cast<int32_t>(bits.size());
+        bits.resize(static_cast<size_t>(rows.mask_words), 0);
+        rows.masks.insert(rows.masks.end(), bits.begin(), bits.end());
+        if (i == draft.size()) return;
+        if (!mask_allows(bits, draft[i]) || !state->advance(draft[i])) {
+            draft.resize(i);
+            return;
+        }
+    }
 }
 
 int32_t Stream::draft_room() const {
@@ -35,6 +52,7 @@ StreamRows Stream::next_rows(int32_t prefill_budget, Draft draft) {
     StreamRows out;
     out.kv = kv_;
     out.sampling = spec_.sampling;
+    out.logprobs = spec_.logprobs;
     if (prefilling()) {
         const int32_t count = std::min(prefill_budget, prompt_length() - kv_length_);
         for (int32_t i = 0; i < count; ++i) {
@@ -45,8 +63,13 @@ StreamRows Stream::next_rows(int32_t prefill_budget, Draft draft) {
         out.samples = kv_length_ + count == prompt_length();
         out.first_position = prompt_length();
         draft_ = Draft{};
+        if (constraint_ && out.samples) {
+            std::vector<TokenId> none;
+            add_masks(out, none);
+        }
     } else {
         draft.tokens.resize(std::min<size_t>(draft.tokens.size(), static_cast<size_t>(draft_room())));
+        if (constraint_) add_masks(out, draft.tokens);
         if (draft.tokens.empty()) draft.source = DraftSource::none;
         draft_ = std::move(draft);
         out.rows.push_back({kv_, kv_length_, pending_, false, 0});
@@ -67,6 +90,9 @@ bool Stream::accept(TokenId token, StreamUpdate& update) {
     update.tokens.push_back(token);
     const bool is_stop_token =
         std::find(spec_.stop_tokens.begin(), spec_.stop_tokens.end(), token) != spec_.stop_tokens.end();
+    // The masks let only allowed tokens through, so this cannot fail; a
+    // complete constrained reply ends here, as if its end token came.
+    const bool constraint_done = constraint_ && !is_stop_token && constraint_->advance(token) && constraint_->complete();
     if (decoder_ && !is_stop_token) {
         StopStringMatcher::Result text = stops_.feed(decoder_->push(token));
         update.text += text.emit;
@@ -75,7 +101,7 @@ bool Stream::accept(TokenId token, StreamUpdate& update) {
             return false;
         }
     }
-    if (is_stop_token) {
+    if (is_stop_token || constraint_done) {
         finish_ = FinishReason::stop_token;
     } else if (static_cast<int32_t>(reply_.size()) >= spec_.max_tokens) {
         finish_ = FinishReason::length;
@@ -109,11 +135,15 @@ void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
     }
     kv_length_ = kv_after(sent, verdict);
     if (sent.prefill) {
-        if (sent.samples) accept(verdict.tokens.front(), update);
+        if (sent.samples) {
+            if (!verdict.logprobs.empty()) update.logprobs.push_back(verdict.logprobs.front());
+            accept(verdict.tokens.front(), update);
+        }
     } else {
-        for (TokenId token : verdict.tokens) {
-            pending_ = token;
-            if (!accept(token, update)) break;
+        for (size_t i = 0; i < verdict.tokens.size(); ++i) {
+            pending_ = verdict.tokens[i];
+            if (!verdict.logprobs.empty()) update.logprobs.push_back(verdict.logprobs[i]);
+            if (!accept(verdict.tokens[i], update)) break;
         }
         // Statistics count what the model accepted, even past a stop in this round.
         const auto drafted = static_cast<int32_t>(draft_.tokens.size());

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/constraint.h"
 #include "engine/context_index.h"
 #include "engine/draft_window.h"
 #include "engine/request.h"
@@ -41,6 +42,7 @@ struct StreamUpdate {
     std::vector<TokenId> tokens;  // landed this round, in order
     std::string text;             // their text (when the engine has a decoder), stop strings held back
     FinishReason finish = FinishReason::running;
+    std::vector<TokenLogprob> logprobs;  // one per token when the request asked for logprobs
 };
 
 class Stream {
@@ -103,6 +105,10 @@ public:
 private:
     // Takes a landed token; false once the reply has ended.
     bool accept(TokenId token, StreamUpdate& update);
+    // A constrained stream's masks for rows that sample after the reply so
+    // far and then each token of `draft`; cuts `draft` at the first token
+    // the constraint forbids (it could never land).
+    void add_masks(StreamRows& rows, std::vector<TokenId>& draft) const;
 
     RequestId request_;
     StreamId kv_;
@@ -121,6 +127,7 @@ private:
     bool verified_last_round_ = false;
     DraftCounters counters_;
     std::unique_ptr<TextDecoder> decoder_;
+    std::unique_ptr<ConstraintState> constraint_;  // where the reply is in its constraint; null: none
     StopStringMatcher stops_;
     FinishReason finish_ = FinishReason::running;
 };

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/host_sampling.h"
 #include "engine/sampler.h"
 #include "model/backend.h"
 
@@ -31,13 +32,21 @@ struct StreamRows {
     int64_t first_position = 0;    // the position of the first token sampled
     bool samples = false;          // false: a prompt chunk short of the prompt's end
     bool prefill = false;
+    // A constrained stream's masks (constraint.h), mask_words words per
+    // sampling row, in row order; empty: unconstrained.
+    std::vector<uint64_t> masks;
+    int32_t mask_words = 0;
+    int32_t logprobs = -1;  // >= 0: the landed tokens' logprobs with this many alternatives
 
     int32_t sampled_rows() const;  // rows that sample a token
+    // Sampled on the host from returned logits (host_sampling.h).
+    bool host_sampled() const { return !masks.empty() || logprobs >= 0; }
 };
 
 struct Verdict {
     std::vector<TokenId> tokens;  // landed drafts, then the round's own token
     int32_t landed_drafts = 0;
+    std::vector<TokenLogprob> logprobs;  // one per token when the rows asked (StreamRows::logprobs)
 };
 
 // sampled: the tokens sampled after the pending token and each draft token

@@ -1,6 +1,7 @@
 // POST /v1/completions and /v1/chat/completions: validate, tokenize, submit
 // one engine request per prompt, and answer with one JSON body at the end or
 // with SSE chunks as the rounds land.
+#include <algorithm>
 #include <ctime>
 #include <mutex>
 #include <random>
@@ -62,12 +63,19 @@ struct Router::Generation {
         bool finish_sent = false;
         bool opened = false;  // streaming: role chunk (chat) or echo chunk (completions) sent
         std::optional<actors::RequestHandle> handle;
+        // logprobs only: the reply's entries (non-streaming) or those not yet
+        // sent (streaming), and where the first of them starts in the text.
+        std::vector<LogprobEntry> logprobs;
+        int64_t logprob_offset = 0;
     };
 
     bool chat = false;
     bool stream = false;
     bool include_usage = false;
     bool token_ids = false;  // the request asked for "return_token_ids"
+    bool logprobs = false;   // the request asked for logprobs
+    const tokenizer::Tokenizer* tokenizer = nullptr;  // writes out the logprobs' tokens
+    std::vector<model::TokenId> end_tokens;           // have no text: no logprobs entry
     ResponseHeader header;
     std::shared_ptr<Responder> responder;
     Clock::time_point arrival;
@@ -111,11 +119,26 @@ struct Router::Generation {
         part.completion_tokens += static_cast<int64_t>(event.tokens.size());
         part.text += event.text;
         if (token_ids) part.ids.insert(part.ids.end(), event.tokens.begin(), event.tokens.end());
+        if (logprobs) add_logprobs(part, event);
         if (event.finish != engine::FinishReason::running) {
             part.finish = event.finish;
             timings->observe_finished(Clock::now() - arrival);
         }
         pump();
+    }
+
+    void add_logprobs(Part& part, const actors::StreamEvent& event) const {
+        auto text_of = [&](model::TokenId id) {
+            const tokenizer::TokenId one[] = {static_cast<tokenizer::TokenId>(id)};
+            return tokenizer->decode(one);
+        };
+        for (size_t k = 0; k < event.tokens.size() && k < event.logprobs.size(); ++k) {
+            if (std::find(end_tokens.begin(), end_tokens.end(), event.tokens[k]) != end_tokens.end()) continue;
+            const engine::TokenLogprob& source = event.logprobs[k];
+            LogprobEntry entry{text_of(event.tokens[k]), source.logprob, {}};
+            for (const auto& [id, logprob] : source.top) entry.top.emplace_back(text_of(id), logprob);
+            part.logprobs.push_back(std::move(entry));
+        }
     }
 
     // Sends what is pending; answers when every choice has finished. Called
@@ -150,6 +173,10 @@ struct Router::Generation {
                 choices.back().token_ids = std::move(parts[i].ids);
                 choices.back().prompt_token_ids = std::move(parts[i].prompt_ids);
             }
+            if (logprobs) {
+                choices.back().logprobs = std::move(parts[i].logprobs);
+                choices.back().text_offset = static_cast<int64_t>(parts[i].prefix.size());
+            }
         }
         if (stream) {
             if (include_usage) responder->send_event(sse_event(usage_chunk(header, chat, usage)));
@@ -168,6 +195,15 @@ struct Router::Generation {
         return choice;
     }
 
+    // The part's pending logprobs go into `choice` (a chunk with content).
+    void take_logprobs(Part& p, Choice& choice) const {
+        if (!logprobs) return;
+        choice.text_offset = p.logprob_offset;
+        for (const LogprobEntry& e : p.logprobs) p.logprob_offset += static_cast<int64_t>(e.token.size());
+        choice.logprobs = std::move(p.logprobs);
+        p.logprobs.clear();
+    }
+
     void send_chunks() {
         for (size_t i = 0; i < parts.size(); ++i) {
             Part& p = parts[i];
@@ -181,11 +217,13 @@ struct Router::Generation {
                     responder->send_event(
                         sse_event(completion_chunk(header, chunk_choice(index, p.prefix, std::nullopt), include_usage)));
                 }
+                p.logprob_offset = static_cast<int64_t>(p.prefix.size());
             }
             // Ids whose text the detokenizer still holds back (a character
             // cut in the middle) go out at once when they were asked for.
-            if (!p.text.empty() || !p.ids.empty()) {
-                const Choice choice = chunk_choice(index, std::move(p.text), std::nullopt, std::move(p.ids));
+            if (!p.text.empty() || !p.ids.empty() || !p.logprobs.empty()) {
+                Choice choice = chunk_choice(index, std::move(p.text), std::nullopt, std::move(p.ids));
+                take_logprobs(p, choice);
                 p.text.clear();
                 p.ids.clear();
                 responder->send_event(sse_event(chat ? chat_chunk(header, choice, false, include_usage)
@@ -248,7 +286,20 @@ engine::GenerationRequest Router::generation_request(std::vector<model::TokenId>
     request.max_tokens = sampling.max_tokens.value_or(room);  // absent: up to the end of the context
     request.stop_tokens.assign(options_.eos_token_ids.begin(), options_.eos_token_ids.end());
     request.stop_strings = sampling.stop;
+    request.logprobs = sampling.logprobs;
+    request.constraint = response_constraint(sampling.response_format);
     return request;
+}
+
+std::shared_ptr<const engine::Constraint> Router::response_constraint(const ResponseFormat& format) const {
+    if (format.type == ResponseFormat::Type::text) return nullptr;
+    throw bad_request("response_format", "response_format: structured output is not available yet");
+}
+
+void Router::use_logprobs(Generation& generation, const SamplingFields& sampling) const {
+    generation.logprobs = sampling.logprobs >= 0;
+    generation.tokenizer = &tokenizer_;
+    generation.end_tokens.assign(options_.eos_token_ids.begin(), options_.eos_token_ids.end());
 }
 
 void Router::completions(const HttpRequest& http, const std::shared_ptr<Responder>& responder, Clock::time_point arrival) {
@@ -285,6 +336,7 @@ void Router::completions(const HttpRequest& http, const std::shared_ptr<Responde
     }
     generation->chat = false;
     generation->token_ids = parsed.sampling.return_token_ids;
+    use_logprobs(*generation, parsed.sampling);
     generation->stream = parsed.sampling.stream;
     generation->include_usage = parsed.sampling.stream && parsed.sampling.include_usage;
     generation->header = {"cmpl-" + random_hex(24), static_cast<int64_t>(std::time(nullptr)), options_.served_model_name};
@@ -328,6 +380,7 @@ void Router::chat_completions(const HttpRequest& http, const std::shared_ptr<Res
                             parsed.sampling.n);
     generation->chat = true;
     generation->token_ids = parsed.sampling.return_token_ids;
+    use_logprobs(*generation, parsed.sampling);
     generation->stream = parsed.sampling.stream;
     generation->include_usage = parsed.sampling.stream && parsed.sampling.include_usage;
     generation->header = {"chatcmpl-" + random_hex(24), static_cast<int64_t>(std::time(nullptr)),

@@ -16,6 +16,8 @@ constexpr int64_t kMaxTokensLimit = 1 << 24;
 constexpr int kMaxStopStrings = 16;
 // Each choice is a stream of its own; more than this is a mistake, not a use.
 constexpr int64_t kMaxChoices = 32;
+// OpenAI allows 20 alternatives per position (engine::kMaxTopLogprobs).
+constexpr int64_t kMaxLogprobs = 20;
 
 const char* type_name(const json& value) {
     switch (value.type()) {
@@ -103,9 +105,6 @@ void refuse_unsupported(const json& root) {
     for (const char* name : {"presence_penalty", "frequency_penalty"}) {
         if (auto v = number(root, name); v && *v != 0) throw bad_request(name, std::string(name) + ": not supported");
     }
-    if (const json* v = field(root, "logprobs"); v && !(v->is_boolean() && !v->get<bool>())) {
-        throw bad_request("logprobs", "logprobs: not supported");
-    }
     if (const json* v = field(root, "logit_bias"); v && !(v->is_object() && v->empty())) {
         throw bad_request("logit_bias", "logit_bias: not supported");
     }
@@ -181,6 +180,70 @@ SamplingFields parse_sampling(const json& root, const char* max_tokens_field) {
     }
     s.return_token_ids = boolean(root, "return_token_ids").value_or(false);
     return s;
+}
+
+// Completions: "logprobs": N alternatives (null or absent: none).
+int32_t completion_logprobs(const json& root) {
+    const json* v = field(root, "logprobs");
+    if (!v || v->is_null()) return -1;
+    if (!v->is_number_integer() && !v->is_number_unsigned()) wrong_type("logprobs", "an integer", *v);
+    const int64_t n = v->get<int64_t>();
+    if (n < 0 || n > kMaxLogprobs) {
+        throw bad_request("logprobs", "logprobs: " + std::to_string(n) + " must be between 0 and " +
+                                          std::to_string(kMaxLogprobs));
+    }
+    return static_cast<int32_t>(n);
+}
+
+// Chat: "logprobs": true, then "top_logprobs": N alternatives (default 0).
+int32_t chat_logprobs(const json& root) {
+    const bool wanted = boolean(root, "logprobs").value_or(false);
+    const json* top = field(root, "top_logprobs");
+    if (!top || top->is_null()) return wanted ? 0 : -1;
+    if (!top->is_number_integer() && !top->is_number_unsigned()) wrong_type("top_logprobs", "an integer", *top);
+    const int64_t n = top->get<int64_t>();
+    if (n < 0 || n > kMaxLogprobs) {
+        throw bad_request("top_logprobs", "top_logprobs: " + std::to_string(n) + " must be between 0 and " +
+                                              std::to_string(kMaxLogprobs));
+    }
+    if (!wanted) throw bad_request("top_logprobs", "top_logprobs: needs \"logprobs\": true");
+    return static_cast<int32_t>(n);
+}
+
+ResponseFormat parse_response_format(const json& root) {
+    ResponseFormat format;
+    const json* v = field(root, "response_format");
+    if (!v || v->is_null()) return format;
+    if (!v->is_object()) wrong_type("response_format", "an object", *v);
+    const json* type = field(*v, "type");
+    if (!type || !type->is_string()) throw bad_request("response_format", "response_format.type: required string");
+    const std::string name = type->get<std::string>();
+    if (name == "text") return format;
+    if (name == "json_object") {
+        format.type = ResponseFormat::Type::json_object;
+        return format;
+    }
+    if (name != "json_schema") {
+        throw bad_request("response_format", "response_format.type: '" + name +
+                                                 "' is not one of text, json_object, json_schema");
+    }
+    format.type = ResponseFormat::Type::json_schema;
+    const json* spec = field(*v, "json_schema");
+    if (!spec || !spec->is_object()) {
+        throw bad_request("response_format", "response_format.json_schema: required object");
+    }
+    const json* schema_name = field(*spec, "name");
+    if (schema_name && !schema_name->is_string()) wrong_type("response_format.json_schema.name", "a string", *schema_name);
+    if (schema_name) format.name = schema_name->get<std::string>();
+    const json* schema = field(*spec, "schema");
+    if (!schema) throw bad_request("response_format", "response_format.json_schema.schema: required object");
+    if (!schema->is_object()) wrong_type("response_format.json_schema.schema", "an object", *schema);
+    format.schema_json = schema->dump();
+    if (const json* strict = field(*spec, "strict"); strict && !strict->is_null()) {
+        if (!strict->is_boolean()) wrong_type("response_format.json_schema.strict", "a boolean", *strict);
+        format.strict = strict->get<bool>();
+    }
+    return format;
 }
 
 std::vector<int32_t> token_ids(const json& array, const std::string& where) {
@@ -259,6 +322,8 @@ CompletionRequest parse_completion_request(std::string_view body) {
     request.echo = boolean(root, "echo").value_or(false);
     refuse_unsupported(root);
     request.sampling = parse_sampling(root, "max_tokens");
+    request.sampling.logprobs = completion_logprobs(root);
+    request.sampling.response_format = parse_response_format(root);
     return request;
 }
 
@@ -286,6 +351,8 @@ ChatRequest parse_chat_request(std::string_view body) {
     request.add_generation_prompt = boolean(root, "add_generation_prompt").value_or(true);
     refuse_unsupported(root);
     request.sampling = parse_sampling(root, "max_completion_tokens");
+    request.sampling.logprobs = chat_logprobs(root);
+    request.sampling.response_format = parse_response_format(root);
     return request;
 }
 

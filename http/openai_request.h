@@ -25,6 +25,16 @@ struct ChatMessage {
     std::string content;  // text parts joined
 };
 
+// response_format: free text, any JSON object, or JSON that a schema
+// allows (enforced by constrained decoding, docs/structured-output.md).
+struct ResponseFormat {
+    enum class Type { text, json_object, json_schema };
+    Type type = Type::text;
+    std::string schema_json;  // json_schema: the schema, serialized
+    std::string name;         // json_schema.name
+    bool strict = false;      // json_schema.strict (the schema is enforced either way)
+};
+
 struct SamplingFields {
     std::optional<int32_t> max_tokens;  // absent: up to the context's end
     float temperature = 1.0f;
@@ -41,6 +51,11 @@ struct SamplingFields {
     // Choices per prompt, each its own stream. Choice j samples with seed
     // `seed + j`, so a request with n = 1 and that seed repeats it alone.
     int32_t n = 1;
+    // -1: no logprobs. Otherwise each reply token's logprob with this many
+    // alternatives: completions' "logprobs": N, chat's "top_logprobs" once
+    // "logprobs" is true.
+    int32_t logprobs = -1;
+    ResponseFormat response_format;
 };
 
 struct CompletionRequest {

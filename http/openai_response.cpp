@@ -26,6 +26,46 @@ void add_token_ids(json& choice, const Choice& c, bool with_prompt) {
     if (with_prompt && c.prompt_token_ids) choice["prompt_token_ids"] = *c.prompt_token_ids;
 }
 
+// Completions' legacy form: parallel lists, alternatives as a map.
+json completion_logprobs(const Choice& c) {
+    if (!c.logprobs) return nullptr;
+    json tokens = json::array(), logprobs = json::array(), top = json::array(), offsets = json::array();
+    int64_t offset = c.text_offset;
+    for (const LogprobEntry& e : *c.logprobs) {
+        tokens.push_back(e.token);
+        logprobs.push_back(e.logprob);
+        json alternatives = json::object();
+        for (const auto& [token, logprob] : e.top) {
+            if (!alternatives.contains(token)) alternatives[token] = logprob;
+        }
+        top.push_back(std::move(alternatives));
+        offsets.push_back(offset);
+        offset += static_cast<int64_t>(e.token.size());
+    }
+    return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+json token_bytes(const std::string& token) {
+    json bytes = json::array();
+    for (unsigned char b : token) bytes.push_back(static_cast<int>(b));
+    return bytes;
+}
+
+// Chat's form: one object per token with its bytes and alternatives.
+json chat_logprobs(const Choice& c) {
+    if (!c.logprobs) return nullptr;
+    json content = json::array();
+    for (const LogprobEntry& e : *c.logprobs) {
+        json top = json::array();
+        for (const auto& [token, logprob] : e.top) {
+            top.push_back({{"token", token}, {"logprob", logprob}, {"bytes", token_bytes(token)}});
+        }
+        content.push_back(
+            {{"token", e.token}, {"logprob", e.logprob}, {"bytes", token_bytes(e.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+}
+
 // Replies may end inside a multi-byte character (max_tokens cut it); the
 // detokenizer holds such bytes back, and replace keeps dump() from throwing
 // if anything invalid slips through.
@@ -37,7 +77,8 @@ std::string completion_body(const ResponseHeader& header, const std::vector<Choi
     json body = envelope(header, "text_completion");
     body["choices"] = json::array();
     for (const Choice& c : choices) {
-        json choice = {{"index", c.index}, {"text", c.text}, {"logprobs", nullptr}, {"finish_reason", finish(c)}};
+        json choice = {
+            {"index", c.index}, {"text", c.text}, {"logprobs", completion_logprobs(c)}, {"finish_reason", finish(c)}};
         add_token_ids(choice, c, true);
         body["choices"].push_back(std::move(choice));
     }
@@ -51,7 +92,7 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
     for (const Choice& c : choices) {
         json choice = {{"index", c.index},
                        {"message", {{"role", "assistant"}, {"content", c.text}}},
-                       {"logprobs", nullptr},
+                       {"logprobs", chat_logprobs(c)},
                        {"finish_reason", finish(c)}};
         add_token_ids(choice, c, false);
         body["choices"].push_back(std::move(choice));
@@ -64,7 +105,10 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
 
 std::string completion_chunk(const ResponseHeader& header, const Choice& choice, bool usage_null) {
     json body = envelope(header, "text_completion");
-    json c = {{"index", choice.index}, {"text", choice.text}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}};
+    json c = {{"index", choice.index},
+              {"text", choice.text},
+              {"logprobs", completion_logprobs(choice)},
+              {"finish_reason", finish(choice)}};
     add_token_ids(c, choice, false);
     body["choices"] = json::array({std::move(c)});
     if (usage_null) body["usage"] = nullptr;
@@ -76,7 +120,8 @@ std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool 
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     if (!choice.text.empty() || (first && !choice.finish_reason)) delta["content"] = choice.text;
-    json c = {{"index", choice.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish(choice)}};
+    json c = {
+        {"index", choice.index}, {"delta", delta}, {"logprobs", chat_logprobs(choice)}, {"finish_reason", finish(choice)}};
     add_token_ids(c, choice, false);
     body["choices"] = json::array({std::move(c)});
     if (usage_null) body["usage"] = nullptr;

@@ -14,6 +14,14 @@ struct Usage {
     int64_t completion_tokens = 0;
 };
 
+// One reply token's log-probability and the most likely tokens at its
+// place (engine::TokenLogprob with the tokens written out).
+struct LogprobEntry {
+    std::string token;  // the token's bytes; may be part of a character
+    float logprob = 0;
+    std::vector<std::pair<std::string, float>> top;  // best first
+};
+
 struct Choice {
     int32_t index = 0;
     std::string text;
@@ -24,6 +32,11 @@ struct Choice {
     // choice for completions, at the top level for chat, as vLLM does).
     std::optional<std::vector<int32_t>> token_ids;
     std::optional<std::vector<int32_t>> prompt_token_ids;
+    // Set only when the request asked for logprobs: the entries of this
+    // choice (or chunk). Completions write each token's offset into the
+    // choice's whole text, counting from `text_offset`.
+    std::optional<std::vector<LogprobEntry>> logprobs;
+    int64_t text_offset = 0;
 };
 
 // What every body of one request shares.

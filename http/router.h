@@ -66,6 +66,9 @@ private:
     engine::GenerationRequest generation_request(std::vector<model::TokenId> prompt, const SamplingFields& sampling,
                                                  const std::string& field) const;
     void run(std::shared_ptr<Generation> generation, std::vector<engine::GenerationRequest> requests);
+    void use_logprobs(Generation& generation, const SamplingFields& sampling) const;
+    // The constraint response_format asks for; null for free text.
+    std::shared_ptr<const engine::Constraint> response_constraint(const ResponseFormat& format) const;
 
     actors::Service& service_;
     tokenizer::Tokenizer tokenizer_;

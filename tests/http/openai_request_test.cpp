@@ -129,8 +129,52 @@ TEST(CompletionRequest, ChoicesPerPrompt) {
     completion_400(R"({"model":"m","prompt":"x","n":"two"})", "n", "expected an integer");
 }
 
+TEST(CompletionRequest, LogprobsTakeACountOfAlternatives) {
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})").sampling.logprobs, -1);
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":null})").sampling.logprobs, -1);
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":0})").sampling.logprobs, 0);
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":5})").sampling.logprobs, 5);
+    completion_400(R"({"prompt":"x","logprobs":21})", "logprobs", "between 0 and 20");
+    completion_400(R"({"prompt":"x","logprobs":-1})", "logprobs", "between 0 and 20");
+    completion_400(R"({"prompt":"x","logprobs":true})", "logprobs", "expected an integer");
+}
+
+TEST(ChatRequest, LogprobsAreAFlagWithTopLogprobsAlternatives) {
+    auto parsed = [](const std::string& extra) {
+        return parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}])" + extra + "}").sampling.logprobs;
+    };
+    EXPECT_EQ(parsed(""), -1);
+    EXPECT_EQ(parsed(R"(,"logprobs":false)"), -1);
+    EXPECT_EQ(parsed(R"(,"logprobs":true)"), 0);
+    EXPECT_EQ(parsed(R"(,"logprobs":true,"top_logprobs":20)"), 20);
+    chat_400(R"({"messages":[{"role":"user","content":"hi"}],"top_logprobs":2})", "top_logprobs", "\"logprobs\": true");
+    chat_400(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21})", "top_logprobs",
+             "between 0 and 20");
+    chat_400(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":2})", "logprobs", "expected a boolean");
+}
+
+TEST(ChatRequest, ResponseFormatNamesTheSchemaOrRefusesByField) {
+    const std::string messages = R"("messages":[{"role":"user","content":"hi"}])";
+    auto format = [&](const std::string& value) {
+        return parse_chat_request("{" + messages + R"(,"response_format":)" + value + "}").sampling.response_format;
+    };
+    EXPECT_EQ(format(R"({"type":"text"})").type, ResponseFormat::Type::text);
+    EXPECT_EQ(format(R"({"type":"json_object"})").type, ResponseFormat::Type::json_object);
+    const ResponseFormat schema =
+        format(R"({"type":"json_schema","json_schema":{"name":"point","strict":true,"schema":{"type":"object"}}})");
+    EXPECT_EQ(schema.type, ResponseFormat::Type::json_schema);
+    EXPECT_EQ(schema.name, "point");
+    EXPECT_TRUE(schema.strict);
+    EXPECT_EQ(schema.schema_json, R"({"type":"object"})");
+    chat_400("{" + messages + R"(,"response_format":{"type":"yaml"}})", "response_format", "'yaml' is not one of");
+    chat_400("{" + messages + R"(,"response_format":{"type":"json_schema"}})", "response_format",
+             "response_format.json_schema: required object");
+    chat_400("{" + messages + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}})",
+             "response_format", "response_format.json_schema.schema: required");
+    chat_400("{" + messages + R"(,"response_format":"json"})", "response_format", "expected an object");
+}
+
 TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
-    completion_400(R"({"model":"m","prompt":"x","logprobs":5})", "logprobs", "not supported");
     completion_400(R"({"model":"m","prompt":"x","presence_penalty":0.5})", "presence_penalty", "not supported");
     completion_400(R"({"model":"m","prompt":"x","best_of":3})", "best_of", "only 1");
 }

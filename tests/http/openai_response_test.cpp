@@ -124,3 +124,42 @@ TEST(OpenAiTokenIdsResponse, ChunksCarryTheirOwnIds) {
 
 }  // namespace
 }  // namespace tf::http
+
+namespace tf::http {
+namespace {
+
+Choice with_logprobs(std::string text, std::optional<std::string> finish) {
+    Choice choice{0, std::move(text), std::move(finish)};
+    choice.logprobs = std::vector<LogprobEntry>{{"def", -0.25f, {{"def", -0.25f}, {"class", -1.5f}}},
+                                                {" f\xc3", -2.0f, {{" f\xc3", -2.0f}, {" g", -2.5f}}}};
+    choice.text_offset = 4;
+    return choice;
+}
+
+TEST(Logprobs, CompletionsUseParallelListsWithOffsetsIntoTheText) {
+    const json body = json::parse(completion_body(kHeader, {with_logprobs("# x\ndef f", "length")}, {1, 2}));
+    const json& logprobs = body["choices"][0]["logprobs"];
+    EXPECT_EQ(logprobs["tokens"], json::array({"def", " f\xef\xbf\xbd"})) << "a cut character is replaced, not thrown";
+    EXPECT_EQ(logprobs["token_logprobs"], json::array({-0.25, -2.0}));
+    EXPECT_EQ(logprobs["text_offset"], json::array({4, 7}));
+    EXPECT_EQ(logprobs["top_logprobs"][0]["class"], -1.5);
+    EXPECT_EQ(logprobs["top_logprobs"][1].size(), 2u);
+}
+
+TEST(Logprobs, ChatWritesOneEntryPerTokenWithItsBytes) {
+    const json body = json::parse(chat_body(kHeader, {with_logprobs("def f", "stop")}, {1, 2}));
+    const json& content = body["choices"][0]["logprobs"]["content"];
+    ASSERT_EQ(content.size(), 2u);
+    EXPECT_EQ(content[0]["token"], "def");
+    EXPECT_EQ(content[0]["logprob"], -0.25);
+    EXPECT_EQ(content[0]["bytes"], json::array({100, 101, 102}));
+    EXPECT_EQ(content[1]["bytes"], json::array({32, 102, 0xc3})) << "bytes keep what the text cannot";
+    EXPECT_EQ(content[0]["top_logprobs"][1]["token"], "class");
+    EXPECT_EQ(content[0]["top_logprobs"][1]["logprob"], -1.5);
+    const json chunk = json::parse(chat_chunk(kHeader, with_logprobs("def f", std::nullopt), false, false));
+    EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"].size(), 2u);
+    EXPECT_TRUE(json::parse(chat_body(kHeader, {{0, "x", "stop"}}, {1, 1}))["choices"][0]["logprobs"].is_null());
+}
+
+}  // namespace
+}  // namespace tf::http
