@@ -1,0 +1,107 @@
+// Logprobs (and, below, structured output) through the official `openai`
+// npm client: what the client reads is consistent with the tokens chosen,
+// streamed chunks carry the same entries as whole bodies, and the entries
+// are the same numbers with Recall off and with a record copy landing.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startServer, tempDir } from './server.mjs';
+
+let off;
+let on;
+let record;
+let plain;
+let recalling;
+
+before(async () => {
+  record = tempDir();
+  off = await startServer([]);
+  on = await startServer(['--recall', '--recall-dir', record.path]);
+  plain = new OpenAI({ baseURL: `${off.url}/v1`, apiKey: 'none', maxRetries: 0 });
+  recalling = new OpenAI({ baseURL: `${on.url}/v1`, apiKey: 'none', maxRetries: 0 });
+});
+
+after(async () => {
+  assert.equal(await off.stop(), 0, off.output());
+  assert.equal(await on.stop(), 0, on.output());
+  record.remove();
+});
+
+// Waits for the record's report to satisfy `ready`; the pause between
+// probes only spares the CPU, and the deadline turns "never" into a failure.
+async function recallReport(url, ready) {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const report = await (await fetch(`${url}/v1/recall`)).json();
+    if (ready(report)) return report;
+    assert.ok(Date.now() < deadline, `the record never got there: ${JSON.stringify(report)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+test('completion logprobs: the greedy token heads its alternatives and the tokens spell the text', async () => {
+  const c = await plain.completions.create({
+    prompt: 'def add(a, b):\n', max_tokens: 12, temperature: 0, logprobs: 3,
+  });
+  const lp = c.choices[0].logprobs;
+  assert.equal(lp.tokens.join(''), c.choices[0].text);
+  assert.equal(lp.token_logprobs.length, lp.tokens.length);
+  for (let i = 0; i < lp.tokens.length; i += 1) {
+    const alternatives = Object.entries(lp.top_logprobs[i]);
+    assert.ok(alternatives.length >= 1 && alternatives.length <= 3);
+    const best = Math.max(...alternatives.map(([, v]) => v));
+    assert.equal(lp.token_logprobs[i], best, `token ${i} is the greedy choice`);
+    assert.equal(lp.top_logprobs[i][lp.tokens[i]], lp.token_logprobs[i]);
+    assert.ok(lp.token_logprobs[i] <= 0);
+  }
+  assert.equal(lp.text_offset[0], 0);
+});
+
+test('chat logprobs: one entry per token with bytes; streamed chunks carry the same entries', async () => {
+  const request = {
+    messages: [{ role: 'user', content: 'write a python function' }],
+    max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 2,
+  };
+  const whole = await plain.chat.completions.create(request);
+  const content = whole.choices[0].logprobs.content;
+  assert.ok(content.length > 0, 'tinycode answers this prompt with text');
+  assert.equal(content.map((e) => e.token).join(''), whole.choices[0].message.content);
+  for (const entry of content) {
+    assert.deepEqual(entry.bytes, [...Buffer.from(entry.token, 'utf8')]);
+    assert.equal(entry.top_logprobs.length, 2);
+    assert.equal(entry.top_logprobs[0].logprob, entry.logprob);
+  }
+  const stream = await plain.chat.completions.create({ ...request, stream: true });
+  const streamed = [];
+  for await (const chunk of stream) {
+    for (const choice of chunk.choices) streamed.push(...(choice.logprobs?.content ?? []));
+  }
+  assert.deepEqual(streamed, content);
+});
+
+test('logprobs are the same numbers with Recall off, on an empty record and with a copy landing', async () => {
+  const request = {
+    prompt: 'class Stack:\n    def __init__(self):\n', max_tokens: 48, temperature: 0.7, seed: 21, logprobs: 2,
+  };
+  const reference = await plain.completions.create(request);
+  const first = await recalling.completions.create(request);
+  await recallReport(on.url, (r) => r.adds >= 1);
+  const again = await recalling.completions.create(request);
+  const report = await recallReport(on.url, (r) => r.adds >= 2);
+  assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
+  for (const c of [first, again]) {
+    assert.equal(c.choices[0].text, reference.choices[0].text);
+    assert.deepEqual(c.choices[0].logprobs, reference.choices[0].logprobs);
+  }
+});
+
+test('bad logprobs requests are 400s naming the field', async () => {
+  await assert.rejects(
+    plain.completions.create({ prompt: 'x', max_tokens: 2, logprobs: 21 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'logprobs',
+  );
+  await assert.rejects(
+    plain.chat.completions.create({ messages: [{ role: 'user', content: 'x' }], top_logprobs: 2 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'top_logprobs',
+  );
+});
