@@ -148,7 +148,7 @@ inline bool poll_until(const std::function<bool()>& probe) {
     const auto deadline = std::chrono::steady_clock::now() + kEventDeadline;
     while (!probe()) {
         if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return true;
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "recall_report.h"
 #include "server_process.h"
 
 namespace tf::e2e {
@@ -50,35 +51,6 @@ std::string completion(const std::string& prompt) {
 void expect_reply(const ServerProcess& server, const std::string& prompt) {
     const Response r = server.post("/v1/completions", completion(prompt));
     EXPECT_EQ(r.status, 200) << r.body;
-}
-
-json recall_report(const ServerProcess& server) {
-    const Response r = server.get("/v1/recall");
-    EXPECT_EQ(r.status, 200) << r.body;
-    return json::parse(r.body);
-}
-
-// The writer actor takes a request's ids after its reply went out, so these
-// poll GET /v1/recall until the report shows the awaited event; the deadline
-// only turns "never" into a failure that says what was awaited.
-json wait_for_report(const ServerProcess& server, const std::function<bool(const json&)>& done,
-                     const std::string& what) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    json report = recall_report(server);
-    while (!done(report)) {
-        if (std::chrono::steady_clock::now() >= deadline) {
-            ADD_FAILURE() << "waited 60 s for " << what << "; last report: " << report;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        report = recall_report(server);
-    }
-    return report;
-}
-
-json wait_for_adds(const ServerProcess& server, uint64_t adds) {
-    return wait_for_report(
-        server, [adds](const json& r) { return r["adds"].get<uint64_t>() >= adds; }, std::to_string(adds) + " adds");
 }
 
 // The bytes of every chunk file, oldest first.

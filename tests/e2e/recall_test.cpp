@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "recall_report.h"
 #include "server_process.h"
 
 namespace tf::e2e {
@@ -33,53 +34,6 @@ std::string sampled_request(int max_tokens = 64) {
                 {"temperature", 0.7},
                 {"seed", 42}}
         .dump();
-}
-
-json recall_report(const ServerProcess& server) {
-    const Response r = server.get("/v1/recall");
-    EXPECT_EQ(r.status, 200) << r.body;
-    return json::parse(r.body);
-}
-
-// The record's writer (an actor) takes a request's copy outcomes and then its
-// ids after the reply has gone out, so a report read right after a reply may
-// not show them yet. These helpers poll GET /v1/recall until the report shows
-// what the test waits for. The deadline is generous (a loaded machine is
-// slow) and only turns "never" into a failure naming what was awaited.
-constexpr std::chrono::seconds kDeadline{60};
-
-json wait_for_report(const ServerProcess& server, const std::function<bool(const json&)>& condition,
-                     const std::string& what) {
-    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    json report = recall_report(server);
-    while (!condition(report)) {
-        if (std::chrono::steady_clock::now() >= deadline) {
-            ADD_FAILURE() << "waited " << kDeadline.count() << " s for " << what << "; last report: " << report;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        report = recall_report(server);
-    }
-    return report;
-}
-
-// Until the record holds at least `ids` ids.
-json wait_for_ids(const ServerProcess& server, uint64_t ids) {
-    return wait_for_report(
-        server, [ids](const json& r) { return r["ids"].get<uint64_t>() >= ids; },
-        "at least " + std::to_string(ids) + " ids");
-}
-
-// Until the writer has taken `adds` requests since the server started (or
-// since the last DELETE). A request's copy outcomes are sent to the writer
-// (by its stream actor, or by the lane while it drives a lone stream) before
-// the stream actor sends its ids, and the writer takes its mailbox in the
-// order messages were sent, so then the report's landing counters are final
-// for those requests too. Only a writing record counts adds.
-json wait_for_adds(const ServerProcess& server, uint64_t adds) {
-    return wait_for_report(
-        server, [adds](const json& r) { return r["adds"].get<uint64_t>() >= adds; },
-        std::to_string(adds) + " adds");
 }
 
 // For a server whose record refuses DELETE (read-only or following): the
