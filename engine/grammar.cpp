@@ -449,13 +449,18 @@ bool Grammar::accepts_end(const GrammarState& state) const { return state.comple
 
 bool Grammar::can_continue(const GrammarState& state) const { return !state.stack_ends.empty(); }
 
-bool Grammar::in_unbounded_string(const GrammarState& state) const {
+uint32_t Grammar::plain_text_room(const GrammarState& state) const {
+    uint32_t room = 0;
     for (uint32_t end : state.stack_ends) {
         const GrammarFrame& top = state.frames[end - 1];
         const GrammarNode& n = program_->nodes[top.node];
-        if (n.kind == NodeKind::string && top.phase == s_body && n.max == kUnbounded) return true;
+        if (n.kind != NodeKind::string || top.phase != s_body) continue;
+        if (n.max == kUnbounded) return kAnyPlainText;
+        // With other parses alive, plain text a bounded string refuses might
+        // still pass through them, so only a lone parse gives a room.
+        if (state.stack_ends.size() == 1) room = n.max - top.count;
     }
-    return false;
+    return room;
 }
 
 }  // namespace tf::engine

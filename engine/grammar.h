@@ -114,11 +114,15 @@ public:
     bool accepts_end(const GrammarState& state) const;   // the text so far is a complete sentence
     bool can_continue(const GrammarState& state) const;  // some non-empty continuation exists
 
-    // True when some parse is inside a string whose length is unbounded, so
-    // that any run of "plain" bytes (printable ASCII but '"' and '\\', and
-    // whole UTF-8 characters) keeps the state alive. TokenMasker uses it to
-    // allow such tokens without walking them.
-    bool in_unbounded_string(const GrammarState& state) const;
+    // How many code points of "plain" text (printable ASCII but '"' and
+    // '\\', and whole UTF-8 characters) the state is sure to take:
+    // kAnyPlainText when some parse is inside a string of unbounded length;
+    // maxLength minus the length so far when the only parse is inside a
+    // bounded string; else 0. With room r, a run of plain text of at most r
+    // code points is allowed, and (for a single parse) a longer one is not.
+    // TokenMasker uses it to allow such tokens without walking them.
+    static constexpr uint32_t kAnyPlainText = UINT32_MAX;
+    uint32_t plain_text_room(const GrammarState& state) const;
 
     struct Program;  // the compiled nodes (engine/grammar_program.h)
     explicit Grammar(Program program);

@@ -6,16 +6,19 @@
 namespace tf::engine {
 namespace {
 
-// Whole UTF-8 characters, printable, no '"' or '\\': text that an unbounded
-// JSON string body takes without leaving the body. The byte ranges are the
-// ones the grammar's string matcher checks (no overlong forms, surrogates or
-// code points above U+10FFFF).
-bool is_plain_string_text(const std::string& bytes) {
+// Whole UTF-8 characters, printable, no '"' or '\\': text that a JSON
+// string body takes without leaving the body, room permitting. The byte
+// ranges are the ones the grammar's string matcher checks (no overlong forms,
+// surrogates or code points above U+10FFFF). Returns the number of code
+// points, or -1 when the text is not plain.
+int plain_string_length(const std::string& bytes) {
+    int length = 0;
     size_t i = 0;
     while (i < bytes.size()) {
         const auto b = static_cast<uint8_t>(bytes[i]);
+        ++length;
         if (b < 0x80) {
-            if (b < 0x20 || b == '"' || b == '\\') return false;
+            if (b < 0x20 || b == '"' || b == '\\') return -1;
             ++i;
             continue;
         }
@@ -32,18 +35,18 @@ bool is_plain_string_text(const std::string& bytes) {
             if (b == 0xF0) lo = 0x90;
             if (b == 0xF4) hi = 0x8F;
         } else {
-            return false;
+            return -1;
         }
-        if (i + continuation >= bytes.size()) return false;  // the character is cut off
+        if (i + continuation >= bytes.size()) return -1;  // the character is cut off
         for (size_t k = 1; k <= continuation; ++k) {
             const auto c = static_cast<uint8_t>(bytes[i + k]);
-            if (c < lo || c > hi) return false;
+            if (c < lo || c > hi) return -1;
             lo = 0x80;
             hi = 0xBF;
         }
         i += continuation + 1;
     }
-    return true;
+    return length;
 }
 
 void set_bit(std::vector<uint64_t>& bits, int32_t id) { bits[id / 64] |= uint64_t{1} << (id % 64); }
@@ -57,16 +60,19 @@ TokenMasker::TokenMasker(std::vector<std::string> token_bytes, std::vector<int32
     for (int32_t id : end_tokens_) {
         if (id >= 0 && id < vocab) is_end_[id] = true;
     }
-    plain_bits_.assign((token_bytes_.size() + 63) / 64, 0);
     std::vector<int32_t> texts, not_plain;
+    std::vector<int> plain_length(token_bytes_.size(), -1);
+    int longest = 0;
     for (int32_t id = 0; id < vocab; ++id) {
         if (is_end_[id] || token_bytes_[id].empty()) continue;
         texts.push_back(id);
-        if (is_plain_string_text(token_bytes_[id])) {
-            set_bit(plain_bits_, id);
-        } else {
-            not_plain.push_back(id);
-        }
+        plain_length[id] = plain_string_length(token_bytes_[id]);
+        if (plain_length[id] < 0) not_plain.push_back(id);
+        longest = std::max(longest, plain_length[id]);
+    }
+    plain_within_.assign(longest + 1, std::vector<uint64_t>((token_bytes_.size() + 63) / 64, 0));
+    for (int32_t id = 0; id < vocab; ++id) {
+        for (int k = plain_length[id]; k >= 0 && k <= longest; ++k) set_bit(plain_within_[k], id);
     }
     all_ = build_trie(token_bytes_, texts);
     not_plain_ = build_trie(token_bytes_, not_plain);
@@ -151,11 +157,12 @@ void TokenMasker::walk(const Grammar& grammar, const Trie& trie, const GrammarSt
 }
 
 void TokenMasker::allowed(const Grammar& grammar, const GrammarState& state, std::vector<uint64_t>& bits) const {
-    if (grammar.in_unbounded_string(state)) {
-        bits = plain_bits_;
+    const uint32_t room = grammar.plain_text_room(state);
+    if (room > 0) {
+        bits = plain_within_[std::min<size_t>(room, plain_within_.size() - 1)];
         walk(grammar, not_plain_, state, bits);
     } else {
-        bits.assign(plain_bits_.size(), 0);
+        bits.assign(plain_within_.back().size(), 0);
         walk(grammar, all_, state, bits);
     }
     if (grammar.accepts_end(state)) {

@@ -4,10 +4,10 @@
 // The vocabulary's byte strings sit in a trie, so the mask walks each shared
 // prefix once: at every trie node the grammar state of the parent is stepped
 // by one byte into a buffer kept per depth, and a subtree is dropped as soon
-// as its bytes leave the language. Inside an unbounded string, tokens of
-// plain text (no quote, backslash or control byte, whole UTF-8 characters)
-// are allowed without walking them; only the rest of the vocabulary, which
-// has its own trie, is walked.
+// as its bytes leave the language. Inside a string, tokens of plain text (no
+// quote, backslash or control byte, whole UTF-8 characters) that fit the
+// string's room (Grammar::plain_text_room) are allowed without walking them;
+// only the rest of the vocabulary, which has its own trie, is walked.
 //
 //   TokenMasker masker(TokenMasker::bytes_of(tokenizer), {eos});
 //   std::vector<uint64_t> bits;
@@ -65,7 +65,9 @@ private:
     std::vector<bool> is_end_;
     Trie all_;        // every token with bytes, end tokens excluded
     Trie not_plain_;  // the tokens of all_ that are not plain string text
-    std::vector<uint64_t> plain_bits_;  // the plain-text tokens, as a mask
+    // plain_within_[k]: the plain-text tokens of at most k code points, as a
+    // mask; the last one holds them all.
+    std::vector<std::vector<uint64_t>> plain_within_;
 };
 
 }  // namespace tf::engine

@@ -79,10 +79,10 @@ TEST(TokenMask, InsideAStringPlainTokensPassAndTheRestAreWalked) {
                        {8});
     auto g = Grammar::from_schema(R"({"type":"string"})");
     const GrammarState open = after(*g, "\"");
-    EXPECT_TRUE(g->in_unbounded_string(open));
+    EXPECT_EQ(g->plain_text_room(open), Grammar::kAnyPlainText);
     EXPECT_EQ(mask_ids(masker, *g, open), (std::set<int32_t>{0, 1, 2, 3, 4, 5, 6}));
     const GrammarState half = after(*g, "\"\xC3");
-    EXPECT_FALSE(g->in_unbounded_string(half));
+    EXPECT_EQ(g->plain_text_room(half), 0u);
     EXPECT_EQ(mask_ids(masker, *g, half), (std::set<int32_t>{10}));
     EXPECT_EQ(mask_ids(masker, *g, after(*g, "\"ab\"")), (std::set<int32_t>{8}));
 }
@@ -91,9 +91,21 @@ TEST(TokenMask, BoundedStringsAreWalkedTokenByToken) {
     TokenMasker masker({"\"", "ab", "a\"", "\\n", "\\", "\xC3\xA9", "\xC3", "abc", "<eos>"}, {8});
     auto g = Grammar::from_schema(R"({"type":"string","maxLength":2})");
     const GrammarState open = after(*g, "\"");
-    EXPECT_FALSE(g->in_unbounded_string(open));
+    EXPECT_EQ(g->plain_text_room(open), 2u);
     EXPECT_EQ(mask_ids(masker, *g, open), (std::set<int32_t>{0, 1, 2, 3, 4, 5, 6}));
-    EXPECT_EQ(mask_ids(masker, *g, after(*g, "\"a")), (std::set<int32_t>{0, 2, 3, 4, 5, 6}));
+    const GrammarState one = after(*g, "\"a");
+    EXPECT_EQ(g->plain_text_room(one), 1u);
+    EXPECT_EQ(mask_ids(masker, *g, one), (std::set<int32_t>{0, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(mask_ids(masker, *g, after(*g, "\"ab")), (std::set<int32_t>{0}));
+}
+
+TEST(TokenMask, PlainTextABoundedStringRefusesMayPassAnotherAlternative) {
+    TokenMasker masker({"\"", "ab", "abc", "abc\"", "x", "<eos>", "xy"}, {5});
+    auto g = Grammar::from_schema(R"({"anyOf":[{"type":"string","maxLength":1},{"const":"abc"}]})");
+    const GrammarState open = after(*g, "\"");
+    EXPECT_EQ(g->plain_text_room(open), 0u);  // two parses: no shortcut
+    // "ab" and "abc" are too long for the string but spell the const.
+    EXPECT_EQ(mask_ids(masker, *g, open), (std::set<int32_t>{0, 1, 2, 3, 4}));
 }
 
 class TinycodeMask : public ::testing::Test {
@@ -127,6 +139,11 @@ TEST_F(TinycodeMask, MaskEqualsAskingEveryTokenAlone) {
     for (const char* text : {"", "{", "{\"", R"({"a")", R"({"a": )", R"({"a": 1)", R"({"a": 12})"}) {
         const GrammarState s = after(*g, text);
         EXPECT_EQ(mask_ids(masker(), *g, s), brute_force_ids(masker(), *g, s)) << "after '" << text << "'";
+    }
+    auto bounded = Grammar::from_schema(R"({"type":"array","items":{"type":"string","minLength":2,"maxLength":5}})");
+    for (const char* text : {"[", "[\"", "[\"a", "[\"abcd", "[\"abcde", "[\"ab\\"}) {
+        const GrammarState s = after(*bounded, text);
+        EXPECT_EQ(mask_ids(masker(), *bounded, s), brute_force_ids(masker(), *bounded, s)) << "after '" << text << "'";
     }
     auto any = Grammar::any_json_object();
     for (const char* text : {"{", R"({"k)", R"({"k": "abc)", R"({"k": "a\)", R"({"k": -1.5e)", R"({"k": [tr)"}) {
