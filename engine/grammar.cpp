@@ -140,6 +140,27 @@ bool feed_string(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     }
 }
 
+// A string that must not spell a declared property name: the top 16 bits
+// of `extra` hold 1 + the key-trie node its bytes so far reach, or 0 once
+// they left the trie (feed_string only uses the low 16 bits).
+bool feed_excluding_string(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
+    uint32_t at = f.extra >> 16;
+    const uint16_t before = f.phase;
+    f.extra &= 0xFFFF;
+    if (!feed_string(n, f, b)) return false;
+    if (before == s_open) {
+        at = 1;
+    } else if (f.phase == s_done) {
+        if (at != 0 && n.excluded_keys[at - 1].name_ends) return false;
+    } else if (at != 0) {
+        const auto& children = n.excluded_keys[at - 1].children;
+        auto it = std::find_if(children.begin(), children.end(), [&](const auto& c) { return c.first == b; });
+        at = it == children.end() ? 0 : it->second + 1;
+    }
+    f.extra |= at << 16;
+    return true;
+}
+
 bool feed_number(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     auto to = [&](uint16_t phase, uint32_t digits) {
         f.phase = phase;
@@ -385,7 +406,7 @@ bool feed(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
         if (f.phase >= n.text.size() || static_cast<uint8_t>(n.text[f.phase]) != b) return false;
         ++f.phase;
         return true;
-    case NodeKind::string: return feed_string(n, f, b);
+    case NodeKind::string: return n.excluded_keys.empty() ? feed_string(n, f, b) : feed_excluding_string(n, f, b);
     case NodeKind::number: return feed_number(n, f, b);
     case NodeKind::array: return feed_array(n, f, b);
     case NodeKind::object: return feed_object(n, f, b);

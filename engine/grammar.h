@@ -19,8 +19,9 @@
 //   required      names from `properties`
 //   additionalProperties  false: only `properties`; absent or true: extra
 //                 keys (any JSON string) with any JSON value; a schema: extra
-//                 keys whose values follow it. Extra keys are not checked
-//                 against the declared names or against each other.
+//                 keys whose values follow it. An extra key never spells a
+//                 declared name (byte for byte: a \u escape can slip one
+//                 through); extra keys are not checked against each other.
 //   items         one schema for every element
 //   minItems, maxItems, minLength, maxLength (code points; a \u surrogate
 //                 pair counts as one)

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/grammar.h"
@@ -32,6 +33,14 @@ struct GrammarProperty {
     bool required = false;
 };
 
+// A trie of the declared property names (their JSON text without quotes),
+// which an object's extra-key string must not spell.
+struct KeyTrieNode {
+    std::vector<std::pair<uint8_t, uint32_t>> children;  // (byte, node)
+    bool name_ends = false;
+};
+inline constexpr size_t kMaxKeyTrieNodes = 0xFFFE;  // the frame keeps a node in 16 bits
+
 struct GrammarNode {
     NodeKind kind = NodeKind::literal;
     std::string text;      // literal; never empty
@@ -44,6 +53,7 @@ struct GrammarNode {
     std::vector<bool> required_from;
     uint32_t additional = kNoNode;  // object: value node of extra keys
     uint32_t extra_key = kNoNode;   // object: string node of extra keys
+    std::vector<KeyTrieNode> excluded_keys;  // string: names it must not spell; empty: any
     uint32_t item = kNoNode;        // array
     std::vector<uint32_t> children;  // any_of, sequence
 };

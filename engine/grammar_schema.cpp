@@ -2,6 +2,7 @@
 // schema arrives as the JSON text of a request field, so this file parses it
 // with nlohmann like model/model_config.cpp parses config.json; nothing
 // JSON-typed leaves it.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -54,9 +55,36 @@ uint32_t ProgramBuilder::object(std::vector<GrammarProperty> properties, uint32_
     for (size_t i = properties.size(); i-- > 0;) {
         node.required_from[i] = properties[i].required || node.required_from[i + 1];
     }
+    if (additional != kNoNode) {
+        // Extra keys may not repeat a declared name: that would let a value
+        // of any type stand in for a typed property.
+        std::vector<KeyTrieNode> names(1);
+        for (const GrammarProperty& p : properties) {
+            const std::string& quoted = program_.nodes[p.key].text;
+            uint32_t at = 0;
+            for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+                const auto byte = static_cast<uint8_t>(quoted[i]);
+                auto& children = names[at].children;
+                auto it = std::find_if(children.begin(), children.end(), [&](const auto& c) { return c.first == byte; });
+                if (it != children.end()) {
+                    at = it->second;
+                    continue;
+                }
+                names.emplace_back();
+                names[at].children.emplace_back(byte, static_cast<uint32_t>(names.size() - 1));
+                at = static_cast<uint32_t>(names.size() - 1);
+            }
+            names[at].name_ends = true;
+        }
+        if (names.size() > kMaxKeyTrieNodes) {
+            throw GrammarError("an object's property names are too long together (over " +
+                               std::to_string(kMaxKeyTrieNodes) + " bytes) to keep extra keys apart from them");
+        }
+        node.extra_key = string();
+        if (!properties.empty()) program_.nodes[node.extra_key].excluded_keys = std::move(names);
+    }
     node.properties = std::move(properties);
     node.additional = additional;
-    if (additional != kNoNode) node.extra_key = string();
     return add(std::move(node));
 }
 

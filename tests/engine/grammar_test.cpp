@@ -220,6 +220,15 @@ TEST(Grammar, AbsentAdditionalPropertiesAllowsExtraKeysWithAnyValue) {
     EXPECT_EQ(rejected_at(*g, R"({"x": 1})"), 7);
 }
 
+TEST(Grammar, ExtraKeysNeverRepeatADeclaredName) {
+    auto g = schema(R"({"type":"object","properties":{"a":{"type":"integer"},"bc":{"type":"null"}}})");
+    EXPECT_EQ(rejected_at(*g, R"({"a": "x"})"), 6);  // "a" is an integer, as a declared or an extra key
+    EXPECT_EQ(rejected_at(*g, R"({"a": 1, "a": 2})"), 11);
+    EXPECT_EQ(rejected_at(*g, R"({"bc": null, "bc": 1})"), 16);
+    EXPECT_TRUE(accepts(*g, R"({"ab": "x", "b": [], "bcd": {}, "": 0})"));
+    EXPECT_TRUE(accepts(*g, R"({"x": 1, "a": 2})"));
+}
+
 TEST(Grammar, AdditionalPropertiesCanBeASchema) {
     auto g = schema(R"({"type":"object","additionalProperties":{"type":"integer"}})");
     EXPECT_TRUE(accepts(*g, R"({"p": 1, "q": 2})"));
