@@ -21,6 +21,11 @@ namespace {
 // Deeper configurations are dropped: they only arise from $ref cycles that
 // recurse without consuming bytes, or nesting no reply needs.
 constexpr size_t kMaxStackDepth = 96;
+// Live parses kept per state, so that a schema of many look-alike anyOf
+// alternatives cannot make every byte cost without bound; parses past it are
+// dropped (grammar.h says so).
+constexpr size_t kMaxParses = 256;
+constexpr int kMaxChoicesInARow = 64;
 constexpr uint32_t kMaxNumberDigits = 16;
 // Two exponent digits keep every number inside a double's range (1e308):
 // JSON parsers such as nlohmann refuse numbers that overflow.
@@ -293,11 +298,16 @@ public:
             }
             return pop(stack);
         case NodeKind::any_of:
-            for (uint32_t child : n.children) {
-                stack.back() = fresh(child);
-                expand(stack);
+            // Chains of alternatives consume nothing; the schema compiler
+            // refuses cycles among them, this bound only backs it up.
+            if (++choices_in_a_row_ <= kMaxChoicesInARow) {
+                for (uint32_t child : n.children) {
+                    stack.back() = fresh(child);
+                    expand(stack);
+                }
+                stack.back() = top;
             }
-            stack.back() = top;
+            --choices_in_a_row_;
             return;
         case NodeKind::string:
             if (top.phase == s_done) return pop(stack);
@@ -384,6 +394,7 @@ private:
 
     // Records the stack as a live parse unless an equal one is recorded.
     void wait(const std::vector<GrammarFrame>& stack) {
+        if (out_.stack_ends.size() >= kMaxParses) return;
         uint32_t begin = 0;
         for (uint32_t end : out_.stack_ends) {
             if (end - begin == stack.size() &&
@@ -398,6 +409,7 @@ private:
 
     const std::vector<GrammarNode>& nodes_;
     GrammarState& out_;
+    int choices_in_a_row_ = 0;
 };
 
 bool feed(const GrammarNode& n, GrammarFrame& f, uint8_t b) {

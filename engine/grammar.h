@@ -40,7 +40,11 @@
 // strings of valid UTF-8: escapes checked (a \u high surrogate must be
 // followed by a \u low one), no raw control characters.
 // any_json_object() is one object whose values are any JSON nested at most
-// 16 deep.
+// 16 deep, and so are values the schema leaves open ({} or no `items`).
+// Safety bounds, so that no schema makes a byte cost without limit: at most
+// 256 parses alive at once (more only arise from many anyOf alternatives that
+// read alike for a long stretch; the ones past it are dropped) and stacks at
+// most 96 deep (a recursive $ref nests no deeper).
 //
 // Thread-safety: a Grammar is immutable once built and may be shared by any
 // number of threads (std::shared_ptr<const Grammar>). A GrammarState is a

@@ -174,6 +174,22 @@ public:
 
     ProgramBuilder& builder() { return b_; }
 
+    // A $ref that reaches itself through anyOf/oneOf alternatives and other
+    // $refs alone would recurse without writing a byte: refused here.
+    void refuse_empty_cycles() {
+        for (const auto& [text, id] : refs_) {
+            std::vector<uint32_t> todo = b_.at(id).children;
+            std::set<uint32_t> seen;
+            while (!todo.empty()) {
+                const uint32_t at = todo.back();
+                todo.pop_back();
+                if (at == id) fail("", "'$ref' '" + text + "' reaches itself before writing anything");
+                if (!seen.insert(at).second || b_.at(at).kind != NodeKind::any_of) continue;
+                for (uint32_t child : b_.at(at).children) todo.push_back(child);
+            }
+        }
+    }
+
 private:
     [[noreturn]] void fail(const std::string& path, const std::string& what) const {
         throw GrammarError(std::string(field_) + ": " + what + " (at " + (path.empty() ? "the root" : path) + ")");
@@ -348,6 +364,7 @@ Grammar::Program compile_schema(std::string_view schema_json, std::string prefix
     if (root.is_discarded()) throw GrammarError(std::string(field) + ": not valid JSON");
     SchemaCompiler compiler(root, field);
     const uint32_t value = compiler.compile(root, "");
+    compiler.refuse_empty_cycles();
     ProgramBuilder& b = compiler.builder();
     std::vector<uint32_t> parts;
     if (!prefix.empty()) parts.push_back(b.literal(std::move(prefix)));

@@ -366,6 +366,29 @@ TEST(GrammarRefusal, BadValuesOfSupportedKeywords) {
     EXPECT_EQ(refusal("false"), "response_format.json_schema.schema: the schema 'false' matches nothing (at the root)");
 }
 
+TEST(GrammarRefusal, RefCyclesThatWriteNothing) {
+    EXPECT_EQ(refusal(R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/a"}}})"),
+              "response_format.json_schema.schema: '$ref' '#/$defs/a' reaches itself before writing anything "
+              "(at the root)");
+    EXPECT_EQ(refusal(R"({"$ref":"#/$defs/a","$defs":{"a":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/b"}]},
+                                                     "b":{"oneOf":[{"$ref":"#/$defs/a"}]}}})"),
+              "response_format.json_schema.schema: '$ref' '#/$defs/a' reaches itself before writing anything "
+              "(at the root)");
+}
+
+TEST(Grammar, ManyLookAlikeAlternativesStayBounded) {
+    std::string alternatives;
+    for (int i = 0; i < 400; ++i) {
+        if (i > 0) alternatives += ",";
+        alternatives += R"({"type":"array","items":{"const":)" + std::to_string(i % 2) + "}}";
+    }
+    auto g = schema(R"({"anyOf":[)" + alternatives + "]}");
+    GrammarState s = g->start();
+    ASSERT_TRUE(g->advance(s, "["));
+    EXPECT_LE(s.stack_ends.size(), 256u);
+    EXPECT_TRUE(g->advance(s, "1, 1"));
+}
+
 TEST(GrammarRefusal, IgnoredAnnotationsAreAccepted) {
     EXPECT_EQ(refusal(R"({"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"x","title":"T",
                          "description":"d","type":"integer","default":1,"examples":[1]})"),
