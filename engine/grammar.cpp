@@ -57,91 +57,96 @@ bool number_accepting(uint16_t phase) {
 // Whether some byte could still extend the number (else it must end here).
 bool number_can_grow(const GrammarNode& n, const GrammarFrame& f) {
     switch (f.phase) {
-    case n_zero: return !n.integer;
-    case n_int: return f.count < kMaxNumberDigits || !n.integer;
-    case n_exp_digits: return f.count < kMaxExponentDigits;
-    default: return true;
+        case n_zero: return !n.integer;
+        case n_int: return f.count < kMaxNumberDigits || !n.integer;
+        case n_exp_digits: return f.count < kMaxExponentDigits;
+        default: return true;
     }
 }
 
 // Feeds one byte to a frame that waits for one; false: rejected.
 bool feed_string(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     switch (f.phase) {
-    case s_open:
-        if (b != '"') return false;
-        f.phase = s_body;
-        return true;
-    case s_body:
-        if (b == '"') {
-            if (f.count < n.min) return false;
-            f.phase = s_done;
+        case s_open:
+            if (b != '"') return false;
+            f.phase = s_body;
             return true;
-        }
-        if (f.count >= n.max || b < 0x20) return false;
-        ++f.count;
-        if (b == '\\') {
-            f.phase = s_escape;
-        } else if (b < 0x80) {
-            // printable ASCII stays in the body
-        } else if (b >= 0xC2 && b <= 0xDF) {
-            f = {f.node, s_utf8, 1, f.count, 0x80 | 0xBF << 8};
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            // E0 must not encode an overlong form, ED must not encode a surrogate.
-            const uint32_t range = b == 0xE0 ? (0xA0 | 0xBF << 8) : b == 0xED ? (0x80 | 0x9F << 8) : (0x80 | 0xBF << 8);
-            f = {f.node, s_utf8, 2, f.count, range};
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            // F0 must not be overlong, F4 must stay at or below U+10FFFF.
-            const uint32_t range = b == 0xF0 ? (0x90 | 0xBF << 8) : b == 0xF4 ? (0x80 | 0x8F << 8) : (0x80 | 0xBF << 8);
-            f = {f.node, s_utf8, 3, f.count, range};
-        } else {
-            return false;
-        }
-        return true;
-    case s_utf8:
-        if (b < (f.extra & 0xFF) || b > (f.extra >> 8)) return false;
-        f.extra = 0x80 | 0xBF << 8;
-        if (--f.small == 0) f = {f.node, s_body, 0, f.count, 0};
-        return true;
-    case s_escape:
-        if (b == 'u') {
-            f = {f.node, s_hex, 0, f.count, 0};
-            return true;
-        }
-        if (b != '"' && b != '\\' && b != '/' && b != 'b' && b != 'f' && b != 'n' && b != 'r' && b != 't') return false;
-        f.phase = s_body;
-        return true;
-    case s_hex: {
-        if (!is_hex(b)) return false;
-        const bool d = b == 'd' || b == 'D';
-        if (f.small == 0) {
-            if ((f.extra & kHexLowHalf) && !d) return false;
-            if (d) f.extra |= kHexFirstD;
-        } else if (f.small == 1 && (f.extra & kHexFirstD)) {
-            // The second digit decides: D8..DB opens a surrogate pair, DC..DF
-            // closes one, D0..D7 is an ordinary character.
-            const bool high = (b >= '8' && b <= '9') || (b >= 'a' && b <= 'b') || (b >= 'A' && b <= 'B');
-            const bool low = (b >= 'c' && b <= 'f') || (b >= 'C' && b <= 'F');
-            if (f.extra & kHexLowHalf) {
-                if (!low) return false;
-            } else if (low) {
-                return false;
-            } else if (high) {
-                f.extra |= kHexHighHalf;
+        case s_body:
+            if (b == '"') {
+                if (f.count < n.min) return false;
+                f.phase = s_done;
+                return true;
             }
+            if (f.count >= n.max || b < 0x20) return false;
+            ++f.count;
+            if (b == '\\') {
+                f.phase = s_escape;
+            } else if (b < 0x80) {
+                // printable ASCII stays in the body
+            } else if (b >= 0xC2 && b <= 0xDF) {
+                f = {f.node, s_utf8, 1, f.count, 0x80 | 0xBF << 8};
+            } else if (b >= 0xE0 && b <= 0xEF) {
+                // E0 must not encode an overlong form, ED must not encode a surrogate.
+                const uint32_t range = b == 0xE0   ? (0xA0 | 0xBF << 8)
+                                       : b == 0xED ? (0x80 | 0x9F << 8)
+                                                   : (0x80 | 0xBF << 8);
+                f = {f.node, s_utf8, 2, f.count, range};
+            } else if (b >= 0xF0 && b <= 0xF4) {
+                // F0 must not be overlong, F4 must stay at or below U+10FFFF.
+                const uint32_t range = b == 0xF0   ? (0x90 | 0xBF << 8)
+                                       : b == 0xF4 ? (0x80 | 0x8F << 8)
+                                                   : (0x80 | 0xBF << 8);
+                f = {f.node, s_utf8, 3, f.count, range};
+            } else {
+                return false;
+            }
+            return true;
+        case s_utf8:
+            if (b < (f.extra & 0xFF) || b > (f.extra >> 8)) return false;
+            f.extra = 0x80 | 0xBF << 8;
+            if (--f.small == 0) f = {f.node, s_body, 0, f.count, 0};
+            return true;
+        case s_escape:
+            if (b == 'u') {
+                f = {f.node, s_hex, 0, f.count, 0};
+                return true;
+            }
+            if (b != '"' && b != '\\' && b != '/' && b != 'b' && b != 'f' && b != 'n' && b != 'r' && b != 't')
+                return false;
+            f.phase = s_body;
+            return true;
+        case s_hex: {
+            if (!is_hex(b)) return false;
+            const bool d = b == 'd' || b == 'D';
+            if (f.small == 0) {
+                if ((f.extra & kHexLowHalf) && !d) return false;
+                if (d) f.extra |= kHexFirstD;
+            } else if (f.small == 1 && (f.extra & kHexFirstD)) {
+                // The second digit decides: D8..DB opens a surrogate pair, DC..DF
+                // closes one, D0..D7 is an ordinary character.
+                const bool high = (b >= '8' && b <= '9') || (b >= 'a' && b <= 'b') || (b >= 'A' && b <= 'B');
+                const bool low = (b >= 'c' && b <= 'f') || (b >= 'C' && b <= 'F');
+                if (f.extra & kHexLowHalf) {
+                    if (!low) return false;
+                } else if (low) {
+                    return false;
+                } else if (high) {
+                    f.extra |= kHexHighHalf;
+                }
+            }
+            if (++f.small < 4) return true;
+            f = {f.node, static_cast<uint16_t>((f.extra & kHexHighHalf) ? s_low_backslash : s_body), 0, f.count, 0};
+            return true;
         }
-        if (++f.small < 4) return true;
-        f = {f.node, static_cast<uint16_t>((f.extra & kHexHighHalf) ? s_low_backslash : s_body), 0, f.count, 0};
-        return true;
-    }
-    case s_low_backslash:
-        if (b != '\\') return false;
-        f.phase = s_low_u;
-        return true;
-    case s_low_u:
-        if (b != 'u') return false;
-        f = {f.node, s_hex, 0, f.count, kHexLowHalf};
-        return true;
-    default: return false;
+        case s_low_backslash:
+            if (b != '\\') return false;
+            f.phase = s_low_u;
+            return true;
+        case s_low_u:
+            if (b != 'u') return false;
+            f = {f.node, s_hex, 0, f.count, kHexLowHalf};
+            return true;
+        default: return false;
     }
 }
 
@@ -180,58 +185,58 @@ bool feed_number(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     const bool fraction = !n.integer && b == '.';
     const bool exponent = !n.integer && (b == 'e' || b == 'E');
     switch (f.phase) {
-    case n_start:
-        if (b == '-') return to(n_sign, 0);
-        [[fallthrough]];
-    case n_sign:
-        if (b == '0') return to(n_zero, 1);
-        if (b >= '1' && b <= '9') return to(n_int, 1);
-        return false;
-    case n_zero:
-    case n_int:
-        if (is_digit(b) && f.phase == n_int) return more_digits(kMaxNumberDigits);
-        if (fraction) return to(n_dot, 0);
-        if (exponent) return to(n_exp, 0);
-        return false;
-    case n_dot: return is_digit(b) && to(n_frac, 1);
-    case n_frac:
-        if (is_digit(b)) return more_digits(kMaxNumberDigits);
-        if (exponent) return to(n_exp, 0);
-        return false;
-    case n_exp:
-        if (b == '+' || b == '-') return to(n_exp_sign, 0);
-        [[fallthrough]];
-    case n_exp_sign: return is_digit(b) && to(n_exp_digits, 1);
-    case n_exp_digits: return is_digit(b) && more_digits(kMaxExponentDigits);
-    default: return false;
+        case n_start:
+            if (b == '-') return to(n_sign, 0);
+            [[fallthrough]];
+        case n_sign:
+            if (b == '0') return to(n_zero, 1);
+            if (b >= '1' && b <= '9') return to(n_int, 1);
+            return false;
+        case n_zero:
+        case n_int:
+            if (is_digit(b) && f.phase == n_int) return more_digits(kMaxNumberDigits);
+            if (fraction) return to(n_dot, 0);
+            if (exponent) return to(n_exp, 0);
+            return false;
+        case n_dot: return is_digit(b) && to(n_frac, 1);
+        case n_frac:
+            if (is_digit(b)) return more_digits(kMaxNumberDigits);
+            if (exponent) return to(n_exp, 0);
+            return false;
+        case n_exp:
+            if (b == '+' || b == '-') return to(n_exp_sign, 0);
+            [[fallthrough]];
+        case n_exp_sign: return is_digit(b) && to(n_exp_digits, 1);
+        case n_exp_digits: return is_digit(b) && more_digits(kMaxExponentDigits);
+        default: return false;
     }
 }
 
 bool feed_array(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     switch (f.phase) {
-    case a_open:
-        if (b != '[') return false;
-        f.phase = a_first;
-        return true;
-    case a_first:
-        if (b != ']' || n.min > 0) return false;
-        f.phase = a_done;
-        return true;
-    case a_after_item:
-        if (b == ',' && f.count < n.max) {
-            f.phase = a_comma;
+        case a_open:
+            if (b != '[') return false;
+            f.phase = a_first;
             return true;
-        }
-        if (b == ']' && f.count >= n.min) {
+        case a_first:
+            if (b != ']' || n.min > 0) return false;
             f.phase = a_done;
             return true;
-        }
-        return false;
-    case a_comma:
-        if (b != ' ') return false;
-        f.phase = a_space;
-        return true;
-    default: return false;
+        case a_after_item:
+            if (b == ',' && f.count < n.max) {
+                f.phase = a_comma;
+                return true;
+            }
+            if (b == ']' && f.count >= n.min) {
+                f.phase = a_done;
+                return true;
+            }
+            return false;
+        case a_comma:
+            if (b != ' ') return false;
+            f.phase = a_space;
+            return true;
+        default: return false;
     }
 }
 
@@ -239,37 +244,37 @@ bool feed_object(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     const bool may_close = !n.required_from[f.count];
     const bool may_add = f.count < n.properties.size() || n.additional != kNoNode;
     switch (f.phase) {
-    case o_open:
-        if (b != '{') return false;
-        f.phase = o_first;
-        return true;
-    case o_first:
-        if (b != '}' || !may_close) return false;
-        f.phase = o_done;
-        return true;
-    case o_colon:
-        if (b != ':') return false;
-        f.phase = o_after_colon;
-        return true;
-    case o_after_colon:
-        if (b != ' ') return false;
-        f.phase = o_value;
-        return true;
-    case o_after_value:
-        if (b == ',' && may_add) {
-            f.phase = o_comma;
+        case o_open:
+            if (b != '{') return false;
+            f.phase = o_first;
             return true;
-        }
-        if (b == '}' && may_close) {
+        case o_first:
+            if (b != '}' || !may_close) return false;
             f.phase = o_done;
             return true;
-        }
-        return false;
-    case o_comma:
-        if (b != ' ') return false;
-        f.phase = o_key;
-        return true;
-    default: return false;
+        case o_colon:
+            if (b != ':') return false;
+            f.phase = o_after_colon;
+            return true;
+        case o_after_colon:
+            if (b != ' ') return false;
+            f.phase = o_value;
+            return true;
+        case o_after_value:
+            if (b == ',' && may_add) {
+                f.phase = o_comma;
+                return true;
+            }
+            if (b == '}' && may_close) {
+                f.phase = o_done;
+                return true;
+            }
+            return false;
+        case o_comma:
+            if (b != ' ') return false;
+            f.phase = o_key;
+            return true;
+        default: return false;
     }
 }
 
@@ -287,37 +292,37 @@ public:
         const GrammarFrame top = stack.back();
         const GrammarNode& n = nodes_[top.node];
         switch (n.kind) {
-        case NodeKind::literal:
-            if (top.phase < n.text.size()) return wait(stack);
-            return pop(stack);
-        case NodeKind::sequence:
-            if (top.phase < n.children.size()) {
-                GrammarFrame next = top;
-                ++next.phase;
-                return push(stack, next, n.children[top.phase]);
-            }
-            return pop(stack);
-        case NodeKind::any_of:
-            // Chains of alternatives consume nothing; the schema compiler
-            // refuses cycles among them, this bound only backs it up.
-            if (++choices_in_a_row_ <= kMaxChoicesInARow) {
-                for (uint32_t child : n.children) {
-                    stack.back() = fresh(child);
-                    expand(stack);
+            case NodeKind::literal:
+                if (top.phase < n.text.size()) return wait(stack);
+                return pop(stack);
+            case NodeKind::sequence:
+                if (top.phase < n.children.size()) {
+                    GrammarFrame next = top;
+                    ++next.phase;
+                    return push(stack, next, n.children[top.phase]);
                 }
-                stack.back() = top;
-            }
-            --choices_in_a_row_;
-            return;
-        case NodeKind::string:
-            if (top.phase == s_done) return pop(stack);
-            return wait(stack);
-        case NodeKind::number:
-            if (number_can_grow(n, top)) wait(stack);
-            if (number_accepting(top.phase)) pop(stack);
-            return;
-        case NodeKind::array: return expand_array(stack, n, top);
-        case NodeKind::object: return expand_object(stack, n, top);
+                return pop(stack);
+            case NodeKind::any_of:
+                // Chains of alternatives consume nothing; the schema compiler
+                // refuses cycles among them, this bound only backs it up.
+                if (++choices_in_a_row_ <= kMaxChoicesInARow) {
+                    for (uint32_t child : n.children) {
+                        stack.back() = fresh(child);
+                        expand(stack);
+                    }
+                    stack.back() = top;
+                }
+                --choices_in_a_row_;
+                return;
+            case NodeKind::string:
+                if (top.phase == s_done) return pop(stack);
+                return wait(stack);
+            case NodeKind::number:
+                if (number_can_grow(n, top)) wait(stack);
+                if (number_accepting(top.phase)) pop(stack);
+                return;
+            case NodeKind::array: return expand_array(stack, n, top);
+            case NodeKind::object: return expand_object(stack, n, top);
         }
     }
 
@@ -327,34 +332,28 @@ private:
         next.phase = a_after_item;
         next.count = top.count + 1;
         switch (top.phase) {
-        case a_first:
-            if (n.min == 0) wait(stack);
-            if (n.max > 0) push(stack, next, n.item);
-            return;
-        case a_comma:
-            wait(stack);
-            return push(stack, next, n.item);
-        case a_space: return push(stack, next, n.item);
-        case a_done: return pop(stack);
-        default: return wait(stack);
+            case a_first:
+                if (n.min == 0) wait(stack);
+                if (n.max > 0) push(stack, next, n.item);
+                return;
+            case a_comma: wait(stack); return push(stack, next, n.item);
+            case a_space: return push(stack, next, n.item);
+            case a_done: return pop(stack);
+            default: return wait(stack);
         }
     }
 
     void expand_object(std::vector<GrammarFrame>& stack, const GrammarNode& n, const GrammarFrame& top) {
         switch (top.phase) {
-        case o_first:
-            if (!n.required_from[top.count]) wait(stack);
-            return keys(stack, n, top);
-        case o_after_colon:
-            wait(stack);
-            return value(stack, n, top);
-        case o_value: return value(stack, n, top);
-        case o_comma:
-            wait(stack);
-            return keys(stack, n, top);
-        case o_key: return keys(stack, n, top);
-        case o_done: return pop(stack);
-        default: return wait(stack);
+            case o_first:
+                if (!n.required_from[top.count]) wait(stack);
+                return keys(stack, n, top);
+            case o_after_colon: wait(stack); return value(stack, n, top);
+            case o_value: return value(stack, n, top);
+            case o_comma: wait(stack); return keys(stack, n, top);
+            case o_key: return keys(stack, n, top);
+            case o_done: return pop(stack);
+            default: return wait(stack);
         }
     }
 
@@ -397,8 +396,7 @@ private:
         if (out_.stack_ends.size() >= kMaxParses) return;
         uint32_t begin = 0;
         for (uint32_t end : out_.stack_ends) {
-            if (end - begin == stack.size() &&
-                std::equal(stack.begin(), stack.end(), out_.frames.begin() + begin)) {
+            if (end - begin == stack.size() && std::equal(stack.begin(), stack.end(), out_.frames.begin() + begin)) {
                 return;
             }
             begin = end;
@@ -414,15 +412,15 @@ private:
 
 bool feed(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     switch (n.kind) {
-    case NodeKind::literal:
-        if (f.phase >= n.text.size() || static_cast<uint8_t>(n.text[f.phase]) != b) return false;
-        ++f.phase;
-        return true;
-    case NodeKind::string: return n.excluded_keys.empty() ? feed_string(n, f, b) : feed_excluding_string(n, f, b);
-    case NodeKind::number: return feed_number(n, f, b);
-    case NodeKind::array: return feed_array(n, f, b);
-    case NodeKind::object: return feed_object(n, f, b);
-    default: return false;  // any_of and sequence never wait for a byte
+        case NodeKind::literal:
+            if (f.phase >= n.text.size() || static_cast<uint8_t>(n.text[f.phase]) != b) return false;
+            ++f.phase;
+            return true;
+        case NodeKind::string: return n.excluded_keys.empty() ? feed_string(n, f, b) : feed_excluding_string(n, f, b);
+        case NodeKind::number: return feed_number(n, f, b);
+        case NodeKind::array: return feed_array(n, f, b);
+        case NodeKind::object: return feed_object(n, f, b);
+        default: return false;  // any_of and sequence never wait for a byte
     }
 }
 
@@ -437,7 +435,7 @@ Grammar::Grammar(Program program) : program_(std::make_unique<const Program>(std
 Grammar::~Grammar() = default;
 
 std::shared_ptr<const Grammar> Grammar::from_schema(std::string_view schema_json, std::string prefix,
-                                                     std::string suffix, std::string_view field) {
+                                                    std::string suffix, std::string_view field) {
     return std::make_shared<const Grammar>(compile_schema(schema_json, std::move(prefix), std::move(suffix), field));
 }
 

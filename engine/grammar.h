@@ -103,8 +103,8 @@ public:
     // (tool calls wrap the JSON, e.g. "<tool_call>\n" ... "\n</tool_call>").
     // `field` names the schema in error messages. Throws GrammarError.
     static std::shared_ptr<const Grammar> from_schema(std::string_view schema_json, std::string prefix = {},
-                                                       std::string suffix = {},
-                                                       std::string_view field = "response_format.json_schema.schema");
+                                                      std::string suffix = {},
+                                                      std::string_view field = "response_format.json_schema.schema");
 
     GrammarState start() const;
 

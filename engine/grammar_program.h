@@ -51,11 +51,11 @@ struct GrammarNode {
     // object: required_from[i] is true when a property at index >= i is
     // required, so the object may close after property i-1 only if false.
     std::vector<bool> required_from;
-    uint32_t additional = kNoNode;  // object: value node of extra keys
-    uint32_t extra_key = kNoNode;   // object: string node of extra keys
+    uint32_t additional = kNoNode;           // object: value node of extra keys
+    uint32_t extra_key = kNoNode;            // object: string node of extra keys
     std::vector<KeyTrieNode> excluded_keys;  // string: names it must not spell; empty: any
-    uint32_t item = kNoNode;        // array
-    std::vector<uint32_t> children;  // any_of, sequence
+    uint32_t item = kNoNode;                 // array
+    std::vector<uint32_t> children;          // any_of, sequence
 };
 
 struct Grammar::Program {

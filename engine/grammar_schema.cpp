@@ -65,7 +65,8 @@ uint32_t ProgramBuilder::object(std::vector<GrammarProperty> properties, uint32_
             for (size_t i = 1; i + 1 < quoted.size(); ++i) {
                 const auto byte = static_cast<uint8_t>(quoted[i]);
                 auto& children = names[at].children;
-                auto it = std::find_if(children.begin(), children.end(), [&](const auto& c) { return c.first == byte; });
+                auto it =
+                    std::find_if(children.begin(), children.end(), [&](const auto& c) { return c.first == byte; });
                 if (it != children.end()) {
                     at = it->second;
                     continue;
@@ -120,11 +121,12 @@ namespace {
 // Values of unconstrained schemas ({} or an absent `items`) nest this deep.
 constexpr int kAnyValueDepth = 16;
 
-const std::set<std::string, std::less<>> kIgnored = {"description", "title",   "default",    "$schema",
-                                                     "$id",         "examples", "$defs",     "definitions"};
-const std::set<std::string, std::less<>> kSupported = {
-    "type",     "properties", "required", "additionalProperties", "items",     "enum",      "const",
-    "anyOf",    "oneOf",      "$ref",     "minItems",             "maxItems", "minLength", "maxLength"};
+const std::set<std::string, std::less<>> kIgnored = {"description", "title",    "default", "$schema",
+                                                     "$id",         "examples", "$defs",   "definitions"};
+const std::set<std::string, std::less<>> kSupported = {"type",      "properties", "required", "additionalProperties",
+                                                       "items",     "enum",       "const",    "anyOf",
+                                                       "oneOf",     "$ref",       "minItems", "maxItems",
+                                                       "minLength", "maxLength"};
 
 std::string pointer_token(const std::string& key) {
     std::string out;

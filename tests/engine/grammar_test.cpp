@@ -113,9 +113,9 @@ TEST(Grammar, SurrogateEscapesComeInPairs) {
     auto g = schema(R"({"type":"string"})");
     EXPECT_TRUE(accepts(*g, R"("\ud83d\ude00")"));
     EXPECT_TRUE(accepts(*g, R"("\uD7FF")"));
-    EXPECT_EQ(rejected_at(*g, R"("\ud83d")"), 7);   // a high half needs its low half
+    EXPECT_EQ(rejected_at(*g, R"("\ud83d")"), 7);  // a high half needs its low half
     EXPECT_EQ(rejected_at(*g, R"("\ud83dx")"), 7);
-    EXPECT_EQ(rejected_at(*g, R"("\ude00")"), 4);   // a low half alone
+    EXPECT_EQ(rejected_at(*g, R"("\ude00")"), 4);  // a low half alone
     EXPECT_EQ(rejected_at(*g, R"("\ud83d\u0041")"), 9);
 }
 
@@ -127,8 +127,8 @@ TEST(Grammar, StringsAreValidUtf8) {
     EXPECT_EQ(rejected_at(*g, "\"\xED\xA0\x80\""), 2);      // a surrogate
     EXPECT_EQ(rejected_at(*g, "\"\xF4\x90\x80\x80\""), 2);  // above U+10FFFF
     EXPECT_EQ(rejected_at(*g, "\"\xF5\""), 1);
-    EXPECT_EQ(rejected_at(*g, "\"\xC3\""), 2);               // cut off by the quote
-    EXPECT_EQ(rejected_at(*g, "\"\x80\""), 1);               // a stray continuation byte
+    EXPECT_EQ(rejected_at(*g, "\"\xC3\""), 2);  // cut off by the quote
+    EXPECT_EQ(rejected_at(*g, "\"\x80\""), 1);  // a stray continuation byte
 }
 
 TEST(Grammar, StringLengthsCountCodePoints) {

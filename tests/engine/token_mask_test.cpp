@@ -2,9 +2,9 @@
 // compute the set of tokens allowed next, and sample only among them".
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <string>
@@ -69,7 +69,7 @@ TEST(TokenMask, EndTokensFollowAcceptsEndAndEmptyTokensNeverPass) {
     const GrammarState one = after(*g, "1");
     EXPECT_TRUE(masker.allows(*g, one, 2));
     EXPECT_FALSE(masker.allows(*g, one, 1));
-    EXPECT_FALSE(masker.allows(*g, one, 4));   // outside the vocabulary
+    EXPECT_FALSE(masker.allows(*g, one, 4));  // outside the vocabulary
     EXPECT_FALSE(masker.allows(*g, one, -1));
     EXPECT_EQ(mask_ids(masker, *g, one), (std::set<int32_t>{0, 2, 3}));
 }
@@ -240,8 +240,8 @@ size_t depth(const GrammarState& s) {
 // Samples uniformly among the allowed tokens; after `patience` tokens it
 // takes the end token when allowed, else one of the tokens that leave the
 // shallowest state, so that walks finish.
-std::string random_reply(const Grammar& g, const TokenMasker& masker, int32_t end, const std::vector<std::string>& bytes,
-                         std::mt19937& rng, size_t patience) {
+std::string random_reply(const Grammar& g, const TokenMasker& masker, int32_t end,
+                         const std::vector<std::string>& bytes, std::mt19937& rng, size_t patience) {
     GrammarState s = g.start();
     std::string text;
     std::vector<uint64_t> bits;
