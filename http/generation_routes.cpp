@@ -291,9 +291,27 @@ engine::GenerationRequest Router::generation_request(std::vector<model::TokenId>
     return request;
 }
 
+std::shared_ptr<const engine::Constraint> Router::grammar_constraint(std::shared_ptr<const engine::Grammar> grammar) const {
+    std::call_once(vocabulary_once_, [this] {
+        std::vector<int32_t> ends(options_.eos_token_ids.begin(), options_.eos_token_ids.end());
+        vocabulary_ = std::make_shared<const engine::TokenVocabulary>(engine::TokenMasker::bytes_of(tokenizer_),
+                                                                      std::move(ends));
+    });
+    return std::make_shared<const engine::GrammarConstraint>(std::move(grammar), vocabulary_);
+}
+
+// json_object and json_schema are enforced while sampling (docs/structured-output.md).
 std::shared_ptr<const engine::Constraint> Router::response_constraint(const ResponseFormat& format) const {
-    if (format.type == ResponseFormat::Type::text) return nullptr;
-    throw bad_request("response_format", "response_format: structured output is not available yet");
+    switch (format.type) {
+        case ResponseFormat::Type::text: return nullptr;
+        case ResponseFormat::Type::json_object: return grammar_constraint(engine::Grammar::any_json_object());
+        case ResponseFormat::Type::json_schema: break;
+    }
+    try {
+        return grammar_constraint(engine::Grammar::from_schema(format.schema_json));
+    } catch (const engine::GrammarError& e) {
+        throw bad_request("response_format", e.what());
+    }
 }
 
 void Router::use_logprobs(Generation& generation, const SamplingFields& sampling) const {

@@ -19,10 +19,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "actors/service.h"
+#include "engine/grammar_constraint.h"
 #include "http/metrics_page.h"
 #include "http/openai_request.h"
 #include "http/server.h"
@@ -69,11 +71,16 @@ private:
     void use_logprobs(Generation& generation, const SamplingFields& sampling) const;
     // The constraint response_format asks for; null for free text.
     std::shared_ptr<const engine::Constraint> response_constraint(const ResponseFormat& format) const;
+    std::shared_ptr<const engine::Constraint> grammar_constraint(std::shared_ptr<const engine::Grammar> grammar) const;
 
     actors::Service& service_;
     tokenizer::Tokenizer tokenizer_;
     RouterOptions options_;
     RequestTimings timings_;
+    // The token bytes and masker constrained requests share; built by the
+    // first one that needs it, so start-up never pays for it.
+    mutable std::once_flag vocabulary_once_;
+    mutable std::shared_ptr<const engine::TokenVocabulary> vocabulary_;
 };
 
 }  // namespace tf::http

@@ -5,8 +5,12 @@
 // record copies, even copies of a reply the constraint would not allow.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/grammar_constraint.h"
 #include "engine/round_driver.h"
 #include "engine_fixture.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tf::engine {
 namespace {
@@ -159,6 +163,46 @@ TEST(ConstrainedRounds, LogprobsOfAFreeGreedyReplyNameItsTokenFirst) {
         EXPECT_EQ(reply.logprobs[i].top.front().first, reply.tokens[i]) << "token " << i;
         EXPECT_EQ(reply.logprobs[i].top.front().second, reply.logprobs[i].logprob) << "token " << i;
     }
+}
+
+// The JSON grammar over tinycode's own vocabulary: a sampled reply is JSON
+// of the schema's shape, and it is the same tokens with drafts and copies.
+TEST(ConstrainedRounds, AJsonSchemaReplyParsesAndIsTheSameTokensWithCopies) {
+    const tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tinycode_dir());
+    const auto vocabulary = std::make_shared<const TokenVocabulary>(TokenMasker::bytes_of(tok),
+                                                                    tinycode().config().eos_token_ids);
+    const auto grammar = Grammar::from_schema(
+        R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"size":{"type":"integer"},)"
+        R"("ok":{"type":"boolean"}},"required":["name","size","ok"],"additionalProperties":false})");
+    std::vector<TokenId> prompt;
+    for (TokenId id : tok.encode("record = ", false, false)) prompt.push_back(id);
+    GenerationRequest request = make_request(prompt, 0.9f, 1.0f, 7, 120);
+    request.constraint = std::make_shared<GrammarConstraint>(grammar, vocabulary);
+    request.logprobs = 1;
+
+    const Reply plain = drive(request, nullptr);
+    ASSERT_EQ(plain.finish, FinishReason::stop_token) << "the object closed within 120 tokens";
+    const std::vector<tokenizer::TokenId> ids(plain.tokens.begin(), plain.tokens.end());
+    const nlohmann::json value = nlohmann::json::parse(tok.decode(ids));
+    ASSERT_TRUE(value.is_object());
+    EXPECT_TRUE(value["name"].is_string());
+    EXPECT_LE(value["name"].get<std::string>().size(), 12u);
+    EXPECT_TRUE(value["size"].is_number_integer());
+    EXPECT_TRUE(value["ok"].is_boolean());
+    EXPECT_EQ(value.size(), 3u);
+
+    const Drafter own(CostCurve::flat(64), DrafterOptions{}, nullptr);
+    EXPECT_EQ(drive(request, &own).tokens, plain.tokens);
+    TempDir dir("constrained-json");
+    auto record = open_record(dir.path(), false);
+    std::vector<uint32_t> seen(request.prompt.begin(), request.prompt.end());
+    seen.insert(seen.end(), plain.tokens.begin(), plain.tokens.end());
+    record->add(seen);
+    const Drafter copying(CostCurve::flat(64), DrafterOptions{.own_context = false}, record.get());
+    const Reply with_copies = drive(request, &copying);
+    EXPECT_EQ(with_copies.tokens, plain.tokens);
+    expect_same_logprobs(with_copies.logprobs, plain.logprobs);
+    EXPECT_GT(with_copies.counters.copy_landed, 0);
 }
 
 }  // namespace

@@ -166,6 +166,9 @@ TEST(ChatRequest, ResponseFormatNamesTheSchemaOrRefusesByField) {
     EXPECT_EQ(schema.name, "point");
     EXPECT_TRUE(schema.strict);
     EXPECT_EQ(schema.schema_json, R"({"type":"object"})");
+    EXPECT_EQ(format(R"({"type":"json_schema","json_schema":{"schema":{"properties":{"z":{},"a":{}}}}})").schema_json,
+              R"({"properties":{"z":{},"a":{}}})")
+        << "the schema keeps its key order: properties are written in it";
     chat_400("{" + messages + R"(,"response_format":{"type":"yaml"}})", "response_format", "'yaml' is not one of");
     chat_400("{" + messages + R"(,"response_format":{"type":"json_schema"}})", "response_format",
              "response_format.json_schema: required object");
