@@ -1,6 +1,7 @@
 // POST /v1/completions and /v1/chat/completions: validate, tokenize, submit
 // one engine request per prompt, and answer with one JSON body at the end or
-// with SSE chunks as the rounds land.
+// with SSE chunks as the rounds land. A chat request with tools has each
+// choice's reply split into content and tool calls (tool_calls.h).
 #include <ctime>
 #include <mutex>
 #include <random>
