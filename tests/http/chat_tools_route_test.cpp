@@ -89,6 +89,12 @@ const std::string kHermesTemplate =
     "</tool_call>{% endfor %}{% endif %}"
     "<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
 const std::string kPlainTemplate = "{% for m in messages %}{{ m.content }}{% endfor %}";
+// Llama 3 style: tool results come back in the ipython role.
+const std::string kLlama3Template =
+    "{% if tools %}Answer with {\"name\": ..., \"parameters\": ...} to call one of: {{ tools | tojson }}{% endif %}"
+    "{% for m in messages %}{{ 'ipython' if m.role == 'tool' else m.role }}: {{ m.content }}\n{% endfor %}";
+// Reads tools but shows no call form tensorfold knows.
+const std::string kToolsWithoutAFormTemplate = "{{ tools | length }} tools. {% for m in messages %}{{ m.content }}{% endfor %}";
 
 tokenizer::Tokenizer tinycode_with(const std::string& chat_template) {
     const std::string dir = std::string(TF_SOURCE_DIR_FOR_TESTS) + "/models/tinycode/";
@@ -257,6 +263,24 @@ TEST_F(ChatToolsRoute, ForcedCallsWaitForConstrainedDecoding) {
                   std::string::npos);
     }
     EXPECT_TRUE(service_.submitted.empty());
+}
+
+TEST_F(ChatToolsRoute, ALlama3TemplateHasItsWholeJsonReplyReadAsACall) {
+    service_.scripts = {{"{\"name\": \"get_weather\", ", "\"parameters\": {\"city\": \"Paris\"}}"}};
+    const json body = post(request(), kLlama3Template);
+    ASSERT_EQ(responder_->status, 200) << body;
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+    ASSERT_EQ(body["choices"][0]["message"]["tool_calls"].size(), 1u);
+    EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+}
+
+TEST_F(ChatToolsRoute, ATemplateWithoutAKnownCallFormAnswersContentAndCannotForce) {
+    service_.scripts = {{kCall}};
+    const json body = post(request(), kToolsWithoutAFormTemplate);
+    EXPECT_EQ(body["choices"][0]["message"]["content"], kCall);
+    const json forced = post(request({{"tool_choice", "required"}}), kToolsWithoutAFormTemplate);
+    EXPECT_EQ(responder_->status, 400);
+    EXPECT_NE(forced["error"]["message"].get<std::string>().find("no tool-call format"), std::string::npos) << forced;
 }
 
 }  // namespace
