@@ -1,6 +1,7 @@
 // POST /v1/completions and /v1/chat/completions: validate, tokenize, submit
 // one engine request per prompt, and answer with one JSON body at the end or
-// with SSE chunks as the rounds land.
+// with SSE chunks as the rounds land. A chat request with tools has each
+// choice's reply split into content and tool calls (tool_calls.h).
 #include <algorithm>
 #include <ctime>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include "http/api_error.h"
 #include "http/openai_response.h"
 #include "http/router.h"
+#include "http/tool_calls.h"
 
 namespace tf::http {
 
@@ -30,10 +32,12 @@ uint64_t random_seed() {
     return (static_cast<uint64_t>(device()) << 32) ^ device();
 }
 
-const char* finish_reason(engine::FinishReason reason) {
+// "tool_calls" when the reply made calls and ended by itself; a reply cut
+// by max_tokens stays "length" whatever it holds.
+const char* finish_reason(engine::FinishReason reason, bool made_tool_calls = false) {
     switch (reason) {
         case engine::FinishReason::stop_token:
-        case engine::FinishReason::stop_string: return "stop";
+        case engine::FinishReason::stop_string: return made_tool_calls ? "tool_calls" : "stop";
         case engine::FinishReason::length:
         case engine::FinishReason::context_full: return "length";
         default: return nullptr;
@@ -62,6 +66,9 @@ struct Router::Generation {
         Clock::time_point last_token_at;  // the latest event that brought tokens
         bool finish_sent = false;
         bool opened = false;  // streaming: role chunk (chat) or echo chunk (completions) sent
+        // Streaming chat with tools: takes the calls out of the text as it
+        // comes (each choice parses its own reply).
+        std::optional<ToolCallStream> tool_stream;
         std::optional<actors::RequestHandle> handle;
         // logprobs only: the reply's entries (non-streaming) or those not yet
         // sent (streaming), and where the first of them starts in the text.
@@ -76,6 +83,9 @@ struct Router::Generation {
     bool logprobs = false;   // the request asked for logprobs
     const tokenizer::Tokenizer* tokenizer = nullptr;  // writes out the logprobs' tokens
     std::vector<model::TokenId> end_tokens;           // have no text: no logprobs entry
+    // Chat: the form tool calls are parsed out of replies in; none when the
+    // request offers no tools or says tool_choice "none".
+    ToolCallFormat tool_format = ToolCallFormat::none;
     ResponseHeader header;
     std::shared_ptr<Responder> responder;
     Clock::time_point arrival;
@@ -93,6 +103,7 @@ struct Router::Generation {
                      const engine::GenerationRequest& request, int32_t n) {
         for (int32_t j = 0; j < n; ++j) {
             parts.push_back(part);
+            if (stream && tool_format != ToolCallFormat::none) parts.back().tool_stream.emplace(tool_format);
             requests.push_back(request);
             requests.back().sampling.seed = request.sampling.seed + static_cast<uint64_t>(j);
         }
@@ -168,7 +179,14 @@ struct Router::Generation {
         for (size_t i = 0; i < parts.size(); ++i) {
             usage.prompt_tokens += parts[i].prompt_tokens;
             usage.completion_tokens += parts[i].completion_tokens;
-            choices.push_back({static_cast<int32_t>(i), parts[i].prefix + parts[i].text, finish_reason(parts[i].finish)});
+            Choice choice{static_cast<int32_t>(i), parts[i].prefix + parts[i].text, finish_reason(parts[i].finish)};
+            if (!stream && tool_format != ToolCallFormat::none) {
+                ParsedReply reply = parse_tool_calls(choice.text, tool_format);
+                choice.text = std::move(reply.content);
+                choice.tool_calls = std::move(reply.tool_calls);
+                choice.finish_reason = finish_reason(parts[i].finish, !choice.tool_calls.empty());
+            }
+            choices.push_back(std::move(choice));
             if (token_ids) {
                 choices.back().token_ids = std::move(parts[i].ids);
                 choices.back().prompt_token_ids = std::move(parts[i].prompt_ids);
@@ -219,6 +237,10 @@ struct Router::Generation {
                 }
                 p.logprob_offset = static_cast<int64_t>(p.prefix.size());
             }
+            if (p.tool_stream) {
+                send_tool_stream_chunks(p, index);
+                continue;
+            }
             // Ids whose text the detokenizer still holds back (a character
             // cut in the middle) go out at once when they were asked for.
             if (!p.text.empty() || !p.ids.empty() || !p.logprobs.empty()) {
@@ -237,7 +259,64 @@ struct Router::Generation {
             }
         }
     }
+
+    // A chat choice whose text goes through its ToolCallStream: content
+    // and tool-call pieces in the order the reply has them; text the stream
+    // holds back (maybe the start of a call) waits, its ids do not.
+    void send_tool_stream_chunks(Part& p, int32_t index) {
+        std::vector<ReplyDelta> deltas = p.tool_stream->feed(p.text);
+        p.text.clear();
+        const bool finishing = p.finish != engine::FinishReason::running && !p.finish_sent;
+        if (finishing) {
+            for (ReplyDelta& d : p.tool_stream->finish()) deltas.push_back(std::move(d));
+        }
+        for (const ReplyDelta& d : deltas) {
+            if (d.is_tool_call) {
+                responder->send_event(sse_event(chat_tool_call_chunk(header, index, d, include_usage)));
+                continue;
+            }
+            Choice choice = chunk_choice(index, d.content, std::nullopt, std::move(p.ids));
+            if (!p.logprobs.empty()) take_logprobs(p, choice);
+            p.ids.clear();
+            responder->send_event(sse_event(chat_chunk(header, choice, false, include_usage)));
+        }
+        if (!p.ids.empty() || !p.logprobs.empty()) {
+            Choice choice = chunk_choice(index, "", std::nullopt, std::move(p.ids));
+            take_logprobs(p, choice);
+            p.ids.clear();
+            responder->send_event(sse_event(chat_chunk(header, choice, false, include_usage)));
+        }
+        if (finishing) {
+            p.finish_sent = true;
+            const Choice choice = chunk_choice(index, "", finish_reason(p.finish, p.tool_stream->calls() > 0));
+            responder->send_event(sse_event(chat_chunk(header, choice, false, include_usage)));
+        }
+    }
 };
+
+// Forced tool calls (tool_choice "required" or a named function): the reply
+// is constrained to one call in the template's own format, so the model
+// cannot answer anything else; it is then parsed like any reply with tools.
+// forced_tool_call() (tool_calls.h) builds the call's schema and the text
+// around it.
+std::shared_ptr<const engine::Constraint> Router::forced_tool_call(ToolCallFormat format, const ChatRequest& parsed) const {
+    if (format == ToolCallFormat::none) {
+        throw bad_request("tool_choice", "tool_choice: the model's chat template shows no tool-call format tensorfold "
+                                         "can force (<tool_call> tags or Llama 3 JSON calls)");
+    }
+    if (parsed.sampling.response_format.type != ResponseFormat::Type::text) {
+        throw bad_request("tool_choice", "tool_choice: a forced call and response_format cannot both shape the reply");
+    }
+    std::vector<ToolSchema> schemas;
+    for (const ToolDefinition& tool : parsed.tools) schemas.push_back({tool.name, tool.parameters_json});
+    const bool named = parsed.tool_choice.mode == ToolChoice::Mode::function;
+    const ForcedToolCall forced = http::forced_tool_call(format, schemas, named ? &parsed.tool_choice.function : nullptr);
+    try {
+        return grammar_constraint(engine::Grammar::from_schema(forced.schema_json, forced.prefix, forced.suffix, "tools"));
+    } catch (const engine::GrammarError& e) {
+        throw bad_request("tools", e.what());
+    }
+}
 
 // No model named: the one served (what llama-server and vLLM do). Another
 // name is a 404 with OpenAI's "model_not_found" code, so clients that switch
@@ -372,14 +451,28 @@ void Router::chat_completions(const HttpRequest& http, const std::shared_ptr<Res
         throw bad_request("messages", "messages: this model has no chat template (tokenizer_config.json chat_template or "
                                       "chat_template.jinja); use /v1/completions");
     }
+    // A template that never reads `tools` would drop them without a word:
+    // the model would answer as if none were offered.
+    if (!parsed.tools.empty() && !tokenizer_.supports_tools()) {
+        throw bad_request("tools", "tools: the model's chat template does not accept tools");
+    }
+    // tool_choice "none": the model sees the tools but is not to call them,
+    // so its reply is all content (OpenAI's meaning).
+    const ToolCallFormat tool_format = parsed.tool_choice.mode == ToolChoice::Mode::none
+                                           ? ToolCallFormat::none
+                                           : tool_call_format(tokenizer_.tools_template_source());
     tokenizer::ChatRequest conversation;
     conversation.add_generation_prompt = parsed.add_generation_prompt;
     for (const ChatMessage& m : parsed.messages) {
         tokenizer::ChatMessage message;
         message.role = m.role;
         message.content = m.content;
+        message.tool_calls = m.tool_calls;
+        message.tool_call_id = m.tool_call_id;
+        message.name = m.name;
         conversation.messages.push_back(std::move(message));
     }
+    for (const ToolDefinition& tool : parsed.tools) conversation.tools_json.push_back(tool.entry_json);
     std::vector<tokenizer::TokenId> encoded;
     try {
         // The template writes the special tokens itself (BOS included), so
@@ -394,12 +487,16 @@ void Router::chat_completions(const HttpRequest& http, const std::shared_ptr<Res
     part.prompt_tokens = static_cast<int64_t>(encoded.size());
     if (parsed.sampling.return_token_ids) part.prompt_ids.assign(encoded.begin(), encoded.end());
     std::vector<engine::GenerationRequest> requests;
-    generation->add_choices(requests, part, generation_request({encoded.begin(), encoded.end()}, parsed.sampling, "messages"),
-                            parsed.sampling.n);
+    engine::GenerationRequest request = generation_request({encoded.begin(), encoded.end()}, parsed.sampling, "messages");
+    if (parsed.tool_choice.mode == ToolChoice::Mode::required || parsed.tool_choice.mode == ToolChoice::Mode::function) {
+        request.constraint = forced_tool_call(tool_format, parsed);
+    }
     generation->chat = true;
-    generation->token_ids = parsed.sampling.return_token_ids;
+    generation->tool_format = tool_format;
     use_logprobs(*generation, parsed.sampling);
     generation->stream = parsed.sampling.stream;
+    generation->add_choices(requests, part, request, parsed.sampling.n);
+    generation->token_ids = parsed.sampling.return_token_ids;
     generation->include_usage = parsed.sampling.stream && parsed.sampling.include_usage;
     generation->header = {"chatcmpl-" + random_hex(24), static_cast<int64_t>(std::time(nullptr)),
                           options_.served_model_name};

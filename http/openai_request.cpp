@@ -1,5 +1,6 @@
 #include "http/openai_request.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -107,9 +108,6 @@ void refuse_unsupported(const json& root) {
     }
     if (const json* v = field(root, "logit_bias"); v && !(v->is_object() && v->empty())) {
         throw bad_request("logit_bias", "logit_bias: not supported");
-    }
-    if (const json* v = field(root, "tools"); v && !(v->is_array() && v->empty())) {
-        throw bad_request("tools", "tools: not supported");
     }
 }
 
@@ -314,6 +312,149 @@ std::string message_content(const json& content, const std::string& where) {
     return text;
 }
 
+// What a required string field holds; a 400 naming `where` otherwise.
+std::string required_string(const json& object, const char* name, const std::string& where) {
+    const json* v = field(object, name);
+    if (!v) throw bad_request(where.substr(0, where.find_first_of(".[")), where + ": required");
+    if (!v->is_string()) wrong_type(where, "a string", *v);
+    return v->get<std::string>();
+}
+
+// OpenAI's rule for function names; templates also print them unquoted.
+bool valid_function_name(const std::string& name) {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+    }
+    return true;
+}
+
+// An assistant's tool_calls and a tool message's tool_call_id and name.
+void parse_message_tool_fields(const json& m, const std::string& where, ChatMessage& message) {
+    if (const json* id = field(m, "tool_call_id")) {
+        if (!id->is_string()) wrong_type(where + ".tool_call_id", "a string", *id);
+        message.tool_call_id = id->get<std::string>();
+    }
+    if (const json* name = field(m, "name")) {
+        if (!name->is_string()) wrong_type(where + ".name", "a string", *name);
+        message.name = name->get<std::string>();
+    }
+    const json* calls = field(m, "tool_calls");
+    if (!calls) return;
+    if (!calls->is_array()) wrong_type(where + ".tool_calls", "an array", *calls);
+    if (!calls->empty() && message.role != "assistant") {
+        throw bad_request("messages", where + ".tool_calls: only assistant messages carry tool calls");
+    }
+    for (size_t c = 0; c < calls->size(); ++c) {
+        const json& call = (*calls)[c];
+        const std::string at = where + ".tool_calls[" + std::to_string(c) + "]";
+        if (!call.is_object()) wrong_type(at, "an object", call);
+        if (const json* type = field(call, "type"); type && *type != "function") {
+            throw bad_request("messages", at + ".type: must be \"function\"");
+        }
+        tokenizer::ToolCall parsed;
+        if (const json* id = field(call, "id")) {
+            if (!id->is_string()) wrong_type(at + ".id", "a string", *id);
+            parsed.id = id->get<std::string>();
+        }
+        const json* function = field(call, "function");
+        if (!function) throw bad_request("messages", at + ".function: required");
+        if (!function->is_object()) wrong_type(at + ".function", "an object", *function);
+        parsed.name = required_string(*function, "name", at + ".function.name");
+        // OpenAI sends arguments as a string of JSON; some clients send the
+        // object itself. Either way the template gets the object when there
+        // is one.
+        if (const json* arguments = field(*function, "arguments")) {
+            if (arguments->is_object()) {
+                parsed.arguments_json = arguments->dump();
+            } else if (arguments->is_string()) {
+                const json object = json::parse(arguments->get<std::string>(), nullptr, false);
+                parsed.arguments_json = !object.is_discarded() && object.is_object() ? object.dump() : arguments->dump();
+            } else {
+                wrong_type(at + ".function.arguments", "a string of JSON", *arguments);
+            }
+        }
+        message.tool_calls.push_back(std::move(parsed));
+    }
+}
+
+std::vector<ToolDefinition> parse_tools(const json& root) {
+    std::vector<ToolDefinition> tools;
+    const json* list = field(root, "tools");
+    if (!list) return tools;
+    if (!list->is_array()) wrong_type("tools", "an array", *list);
+    for (size_t i = 0; i < list->size(); ++i) {
+        const json& entry = (*list)[i];
+        const std::string where = "tools[" + std::to_string(i) + "]";
+        if (!entry.is_object()) wrong_type(where, "an object", entry);
+        if (required_string(entry, "type", where + ".type") != "function") {
+            throw bad_request("tools", where + ".type: must be \"function\" (the only kind of tool)");
+        }
+        const json* function = field(entry, "function");
+        if (!function) throw bad_request("tools", where + ".function: required");
+        if (!function->is_object()) wrong_type(where + ".function", "an object", *function);
+        ToolDefinition tool;
+        tool.name = required_string(*function, "name", where + ".function.name");
+        if (!valid_function_name(tool.name)) {
+            throw bad_request("tools", where + ".function.name: '" + tool.name +
+                                           "' must be 1 to 64 letters, digits, underscores or dashes");
+        }
+        for (const ToolDefinition& earlier : tools) {
+            if (earlier.name == tool.name) {
+                throw bad_request("tools", where + ".function.name: '" + tool.name + "' is defined twice");
+            }
+        }
+        tool.description = optional_string(*function, "description");
+        if (const json* parameters = field(*function, "parameters")) {
+            if (!parameters->is_object()) wrong_type(where + ".function.parameters", "an object (a JSON Schema)", *parameters);
+            tool.parameters_json = parameters->dump();
+        }
+        tool.entry_json = entry.dump();
+        tools.push_back(std::move(tool));
+    }
+    return tools;
+}
+
+ToolChoice parse_tool_choice(const json& root, const std::vector<ToolDefinition>& tools) {
+    ToolChoice choice;
+    choice.mode = tools.empty() ? ToolChoice::Mode::none : ToolChoice::Mode::automatic;
+    const json* v = field(root, "tool_choice");
+    if (!v) return choice;
+    if (v->is_string()) {
+        const std::string mode = v->get<std::string>();
+        if (mode == "none") {
+            choice.mode = ToolChoice::Mode::none;
+        } else if (mode == "auto") {
+            // Without tools there is nothing to call: the same as none.
+        } else if (mode == "required") {
+            choice.mode = ToolChoice::Mode::required;
+        } else {
+            throw bad_request("tool_choice", "tool_choice: '" + mode + "' is not one of none, auto, required, or " +
+                                                 R"({"type": "function", "function": {"name": ...}})");
+        }
+    } else if (v->is_object()) {
+        if (const json* type = field(*v, "type"); !type || *type != "function") {
+            throw bad_request("tool_choice", "tool_choice.type: must be \"function\"");
+        }
+        const json* function = field(*v, "function");
+        if (!function) throw bad_request("tool_choice", "tool_choice.function: required");
+        if (!function->is_object()) wrong_type("tool_choice.function", "an object", *function);
+        choice.mode = ToolChoice::Mode::function;
+        choice.function = required_string(*function, "name", "tool_choice.function.name");
+        bool offered = false;
+        for (const ToolDefinition& tool : tools) offered = offered || tool.name == choice.function;
+        if (!offered) {
+            throw bad_request("tool_choice", "tool_choice.function.name: '" + choice.function + "' is not among tools");
+        }
+    } else {
+        wrong_type("tool_choice", "a string or an object", *v);
+    }
+    if (choice.mode == ToolChoice::Mode::required && tools.empty()) {
+        throw bad_request("tool_choice", "tool_choice: \"required\" needs tools to call");
+    }
+    return choice;
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body) {
@@ -323,6 +464,9 @@ CompletionRequest parse_completion_request(std::string_view body) {
     request.prompts = parse_prompts(root);
     request.echo = boolean(root, "echo").value_or(false);
     refuse_unsupported(root);
+    if (const json* v = field(root, "tools"); v && !(v->is_array() && v->empty())) {
+        throw bad_request("tools", "tools: not supported on /v1/completions; use /v1/chat/completions");
+    }
     request.sampling = parse_sampling(root, "max_tokens");
     request.sampling.logprobs = completion_logprobs(root);
     request.sampling.response_format = parse_response_format(root, body);
@@ -348,9 +492,14 @@ ChatRequest parse_chat_request(std::string_view body) {
             throw bad_request("messages", where + ".role: '" + r + "' is not one of system, user, assistant, tool, developer");
         }
         const json* content = field(m, "content");
-        request.messages.push_back({r, content ? message_content(*content, where + ".content") : std::string()});
+        ChatMessage message{r, content ? message_content(*content, where + ".content") : std::string()};
+        parse_message_tool_fields(m, where, message);
+        request.messages.push_back(std::move(message));
     }
     request.add_generation_prompt = boolean(root, "add_generation_prompt").value_or(true);
+    request.tools = parse_tools(root);
+    request.tool_choice = parse_tool_choice(root, request.tools);
+    request.parallel_tool_calls = boolean(root, "parallel_tool_calls").value_or(true);
     refuse_unsupported(root);
     request.sampling = parse_sampling(root, "max_completion_tokens");
     request.sampling.logprobs = chat_logprobs(root);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "http/api_error.h"
+#include "tokenizer/chat.h"
 
 namespace tf::http {
 
@@ -22,7 +23,28 @@ struct PromptInput {
 
 struct ChatMessage {
     std::string role;     // system, user, assistant, tool, developer
-    std::string content;  // text parts joined
+    std::string content;  // text parts joined; null or absent (an assistant's tool calls alone): empty
+    // assistant: the calls it made. arguments_json is the object when the
+    // request's "arguments" string holds one (so templates that write
+    // `arguments | tojson` do not quote it twice), else that string quoted.
+    std::vector<tokenizer::ToolCall> tool_calls;
+    std::optional<std::string> tool_call_id;  // tool: the call it answers
+    std::optional<std::string> name;
+};
+
+// One entry of "tools": a function the model may call.
+struct ToolDefinition {
+    std::string name;
+    std::string description;
+    std::string parameters_json;  // its JSON Schema; empty when not given
+    std::string entry_json;       // the whole entry as sent, for the chat template
+};
+
+// "tool_choice". Absent: auto with tools, none without.
+struct ToolChoice {
+    enum class Mode { none, automatic, required, function };
+    Mode mode = Mode::automatic;
+    std::string function;  // Mode::function: the one to call
 };
 
 // response_format: free text, any JSON object, or JSON that a schema
@@ -69,6 +91,11 @@ struct ChatRequest {
     std::string model;  // empty when the request names none: the served model
     std::vector<ChatMessage> messages;
     bool add_generation_prompt = true;  // the template opens the assistant's turn
+    std::vector<ToolDefinition> tools;  // empty: none offered
+    ToolChoice tool_choice;             // Mode::none when no tools are offered
+    // Accepted as OpenAI clients send it; not enforced: a model that writes
+    // several calls has each of them reported.
+    bool parallel_tool_calls = true;
     SamplingFields sampling;
 };
 

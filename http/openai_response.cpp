@@ -90,10 +90,18 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
     json body = envelope(header, "chat.completion");
     body["choices"] = json::array();
     for (const Choice& c : choices) {
-        json choice = {{"index", c.index},
-                       {"message", {{"role", "assistant"}, {"content", c.text}}},
-                       {"logprobs", chat_logprobs(c)},
-                       {"finish_reason", finish(c)}};
+        json message = {{"role", "assistant"}, {"content", c.text}};
+        if (!c.tool_calls.empty()) {
+            if (c.text.empty()) message["content"] = nullptr;
+            json calls = json::array();
+            for (const ToolCall& call : c.tool_calls) {
+                calls.push_back({{"id", call.id},
+                                 {"type", "function"},
+                                 {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+            }
+            message["tool_calls"] = std::move(calls);
+        }
+        json choice = {{"index", c.index}, {"message", std::move(message)}, {"logprobs", chat_logprobs(c)}, {"finish_reason", finish(c)}};
         add_token_ids(choice, c, false);
         body["choices"].push_back(std::move(choice));
         // A chat request has one prompt: its ids go at the top level.
@@ -124,6 +132,25 @@ std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool 
         {"index", choice.index}, {"delta", delta}, {"logprobs", chat_logprobs(choice)}, {"finish_reason", finish(choice)}};
     add_token_ids(c, choice, false);
     body["choices"] = json::array({std::move(c)});
+    if (usage_null) body["usage"] = nullptr;
+    return dump(body);
+}
+
+std::string chat_tool_call_chunk(const ResponseHeader& header, int32_t choice_index, const ReplyDelta& delta,
+                                 bool usage_null) {
+    json call = {{"index", delta.index}};
+    if (delta.opens) {
+        call["id"] = delta.id;
+        call["type"] = "function";
+        call["function"] = {{"name", delta.name}, {"arguments", ""}};
+    } else {
+        call["function"] = {{"arguments", delta.arguments}};
+    }
+    json body = envelope(header, "chat.completion.chunk");
+    body["choices"] = json::array({{{"index", choice_index},
+                                    {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", nullptr}}});
     if (usage_null) body["usage"] = nullptr;
     return dump(body);
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "http/tool_calls.h"
+
 namespace tf::http {
 
 struct Usage {
@@ -25,7 +27,10 @@ struct LogprobEntry {
 struct Choice {
     int32_t index = 0;
     std::string text;
-    std::optional<std::string> finish_reason;  // "stop" or "length"; absent while streaming
+    std::optional<std::string> finish_reason;  // "stop", "length" or "tool_calls"; absent while streaming
+    // Chat bodies: the calls parsed out of the reply. With calls and no
+    // other text the message's content is null, as OpenAI writes it.
+    std::vector<ToolCall> tool_calls;
     // Set only when the request asked for "return_token_ids": the ids this
     // choice (or this chunk of it) adds, written as "token_ids"; and, on
     // whole bodies, the prompt's ids, written as "prompt_token_ids" (in the
@@ -54,6 +59,11 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
 std::string completion_chunk(const ResponseHeader& header, const Choice& choice, bool usage_null);
 // The first chat chunk carries the role; later ones only content.
 std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool first, bool usage_null);
+// A streamed piece of a tool call (delta.tool_calls): its opening piece
+// carries index, id, type and name with empty arguments; later pieces
+// index and arguments text.
+std::string chat_tool_call_chunk(const ResponseHeader& header, int32_t choice_index, const ReplyDelta& delta,
+                                 bool usage_null);
 // The final usage chunk: "choices": [] and the usage.
 std::string usage_chunk(const ResponseHeader& header, bool chat, const Usage& usage);
 

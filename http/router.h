@@ -28,6 +28,7 @@
 #include "http/metrics_page.h"
 #include "http/openai_request.h"
 #include "http/server.h"
+#include "http/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tf::http {
@@ -72,6 +73,7 @@ private:
     // The constraint response_format asks for; null for free text.
     std::shared_ptr<const engine::Constraint> response_constraint(const ResponseFormat& format) const;
     std::shared_ptr<const engine::Constraint> grammar_constraint(std::shared_ptr<const engine::Grammar> grammar) const;
+    std::shared_ptr<const engine::Constraint> forced_tool_call(ToolCallFormat format, const ChatRequest& parsed) const;
 
     actors::Service& service_;
     tokenizer::Tokenizer tokenizer_;

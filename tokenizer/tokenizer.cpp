@@ -185,6 +185,25 @@ std::string Tokenizer::render_chat(const ChatRequest& request) const {
     return t.render(request, m.template_tokens);
 }
 
+namespace {
+
+const chat::Template* tools_template(const Tokenizer::Impl& m) {
+    return m.tool_use_template ? m.tool_use_template.get() : m.chat_template.get();
+}
+
+}  // namespace
+
+bool Tokenizer::supports_tools() const {
+    const chat::Template* t = tools_template(*impl_);
+    return t != nullptr && t->reads_variable("tools");
+}
+
+const std::string& Tokenizer::tools_template_source() const {
+    static const std::string kNone;
+    const chat::Template* t = tools_template(*impl_);
+    return t ? t->source() : kNone;
+}
+
 const TokenizerIdentity& Tokenizer::identity() const { return impl_->identity; }
 
 const std::string& Tokenizer::source() const { return impl_->source; }

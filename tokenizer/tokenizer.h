@@ -81,6 +81,14 @@ public:
     bool has_chat_template() const;
     std::string render_chat(const ChatRequest& request) const;
 
+    // Whether the template a request with tools renders (the "tool_use"
+    // template when the config names one, else the default) reads the
+    // `tools` variable; false without a template.
+    bool supports_tools() const;
+    // That template's Jinja source (empty without a template): the HTTP
+    // layer reads from it which tool-call format the model was taught.
+    const std::string& tools_template_source() const;
+
     const TokenizerIdentity& identity() const;
     const std::string& source() const;  // the file it was loaded from
 

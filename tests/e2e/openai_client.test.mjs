@@ -1,21 +1,30 @@
 // The official `openai` npm client against tensorfold serve on tinycode:
 // completions and chat, streaming and not, stream_options.include_usage, and
-// errors surfacing as the client's typed exceptions with the right status.
+// errors surfacing as the client's typed exceptions with the right status;
+// tools and tool-call histories on "toolcode" (tinycode with Qwen3's template).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer } from './server.mjs';
+import { makeToolcode, startServer, tempDir } from './server.mjs';
 
 let server;
 let client;
+let toolDir;
+let toolServer;
+let toolClient;
 
 before(async () => {
   server = await startServer(['--api-key', 'test-key']);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'test-key', maxRetries: 0 });
+  toolDir = tempDir();
+  toolServer = await startServer(['--ctx-size', '1024'], makeToolcode(toolDir.path));
+  toolClient = new OpenAI({ baseURL: `${toolServer.url}/v1`, apiKey: 'none', maxRetries: 0 });
 });
 
 after(async () => {
   assert.equal(await server.stop(), 0, server.output());
+  assert.equal(await toolServer.stop(), 0, toolServer.output());
+  toolDir.remove();
 });
 
 test('models.list names the served model', async () => {
@@ -137,4 +146,112 @@ test('a wrong API key is an AuthenticationError (401)', async () => {
 test('an unknown route is a NotFoundError (404)', async () => {
   await assert.rejects(client.embeddings.create({ model: 'tinycode', input: 'x' }),
     (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});
+
+const tools = [{
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'The weather in a city now',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+}];
+
+// An assistant message in OpenAI's shape: content, or tool calls whose
+// arguments are a string of a JSON object.
+function assertAssistantMessage(choice) {
+  assert.equal(choice.message.role, 'assistant');
+  if (choice.message.tool_calls?.length) {
+    for (const call of choice.message.tool_calls) {
+      assert.match(call.id, /^call_[0-9a-f]{24}$/);
+      assert.equal(call.type, 'function');
+      assert.equal(typeof call.function.name, 'string');
+      assert.equal(typeof JSON.parse(call.function.arguments), 'object');
+    }
+    assert.ok(['tool_calls', 'length'].includes(choice.finish_reason));
+  } else {
+    assert.equal(typeof choice.message.content, 'string');
+    assert.ok(['stop', 'length'].includes(choice.finish_reason));
+  }
+}
+
+test('tools on a model whose template takes none are a BadRequestError naming tools', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 'tinycode', messages: [{ role: 'user', content: 'x' }], tools, max_tokens: 4 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools' && /does not accept tools/.test(e.message),
+  );
+});
+
+test('a request with tools and tool_choice auto is answered in OpenAI shape', async () => {
+  const c = await toolClient.chat.completions.create({
+    model: 'toolcode',
+    messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    tools,
+    tool_choice: 'auto',
+    parallel_tool_calls: true,
+    max_tokens: 24,
+    temperature: 0,
+  });
+  assert.equal(c.object, 'chat.completion');
+  assertAssistantMessage(c.choices[0]);
+});
+
+test('a tool call in the history, its tool message, then the answer', async () => {
+  const first = await toolClient.chat.completions.create({
+    model: 'toolcode',
+    messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    tools,
+    max_tokens: 16,
+    temperature: 0,
+  });
+  // Whatever tinycode answered, the client sends back a call and its result,
+  // as an application does after running the tool.
+  const call = first.choices[0].message.tool_calls?.[0] ?? {
+    id: 'call_0123456789abcdef01234567',
+    type: 'function',
+    function: { name: 'get_weather', arguments: JSON.stringify({ city: 'Paris' }) },
+  };
+  const answer = await toolClient.chat.completions.create({
+    model: 'toolcode',
+    messages: [
+      { role: 'user', content: 'What is the weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: call.id, content: JSON.stringify({ celsius: 21, sky: 'sunny' }) },
+    ],
+    tools,
+    max_tokens: 16,
+    temperature: 0,
+  });
+  assertAssistantMessage(answer.choices[0]);
+  assert.ok(answer.usage.prompt_tokens > first.usage.prompt_tokens);
+});
+
+test('a streamed answer with tools reads through the stream helper', async () => {
+  const stream = toolClient.chat.completions.stream({
+    model: 'toolcode', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools, max_tokens: 16, temperature: 0,
+  });
+  const final = await stream.finalChatCompletion();
+  assertAssistantMessage(final.choices[0]);
+});
+
+test('tool_choice required: the reply is a tool call, then the tool message round trip answers', async () => {
+  const forced = await toolClient.chat.completions.create({
+    model: 'toolcode', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, tool_choice: 'required',
+    max_tokens: 160, temperature: 0,
+  });
+  const call = forced.choices[0].message.tool_calls?.[0];
+  assert.ok(call, JSON.stringify(forced));
+  assert.equal(forced.choices[0].finish_reason, 'tool_calls');
+  assert.equal(call.function.name, 'get_weather');
+  assert.equal(typeof JSON.parse(call.function.arguments).city, 'string');
+  const answer = await toolClient.chat.completions.create({
+    model: 'toolcode',
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      forced.choices[0].message,
+      { role: 'tool', tool_call_id: call.id, content: '{"temperature": 21}' },
+    ],
+    tools, max_tokens: 16, temperature: 0,
+  });
+  assertAssistantMessage(answer.choices[0]);
 });

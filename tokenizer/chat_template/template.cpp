@@ -408,7 +408,39 @@ Value json_or_string(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-Template::Template(const std::string& source) : body_(parse_template(source)) {}
+Template::Template(const std::string& source) : source_(source), body_(parse_template(source)) {}
+
+namespace {
+
+bool expr_reads(const ExprPtr& expr, const std::string& name) {
+    if (!expr) return false;
+    if (expr->kind == Expr::Kind::name && expr->name == name) return true;
+    for (const ExprPtr& kid : expr->kids) {
+        if (expr_reads(kid, name)) return true;
+    }
+    for (const auto& kwarg : expr->kwargs) {
+        if (expr_reads(kwarg.second, name)) return true;
+    }
+    return false;
+}
+
+bool body_reads(const Body& body, const std::string& name) {
+    for (const NodePtr& node : body) {
+        if (expr_reads(node->expr, name) || expr_reads(node->condition, name)) return true;
+        for (const auto& [condition, branch] : node->branches) {
+            if (expr_reads(condition, name) || body_reads(branch, name)) return true;
+        }
+        if (body_reads(node->body, name) || body_reads(node->else_body, name)) return true;
+        for (const auto& param : node->params) {
+            if (expr_reads(param.second, name)) return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+bool Template::reads_variable(const std::string& name) const { return body_reads(body_, name); }
 
 std::string Template::render_with(const Object& variables) const {
     Scope globals;

@@ -30,7 +30,15 @@ public:
     // Renders with exactly these variables (tests, other callers).
     std::string render_with(const Object& variables) const;
 
+    // Whether any expression of the template reads the variable `name`
+    // (a template that never reads `tools` would drop a request's tools
+    // without a word, so the server refuses them instead).
+    bool reads_variable(const std::string& name) const;
+
+    const std::string& source() const { return source_; }
+
 private:
+    std::string source_;
     Body body_;
 };
 

@@ -1,0 +1,121 @@
+// Tool calls in a chat reply: which form the model writes them in (read from
+// its chat template), taking them out of the reply text, whole or as the
+// text streams in, and the JSON Schema that forces one (tool_choice
+// "required" or a named function, once constrained decoding exists).
+//
+// Two forms are understood:
+//   hermes  (Qwen, Hermes): <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>,
+//           once or several times, with text around them.
+//   llama3  (Llama 3.1+ JSON tool calling): the whole reply is
+//           {"name": "f", "parameters": {...}}, maybe after <|python_tag|>.
+// Text that looks like a call but does not parse as one stays content.
+//
+// Pure logic; a ToolCallStream is single-threaded (one per choice).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tf::http {
+
+enum class ToolCallFormat { none, hermes, llama3 };
+
+// The form a chat template teaches: it shows "<tool_call>" (hermes), or it
+// speaks of <|python_tag|> / the ipython role (llama3); none otherwise.
+ToolCallFormat tool_call_format(std::string_view template_source);
+const char* to_string(ToolCallFormat format);
+
+struct ToolCall {
+    std::string id;         // "call_" + 24 hex digits
+    std::string name;
+    std::string arguments;  // a JSON object, serialized (what OpenAI's "arguments" string holds)
+};
+
+// "call_" and 24 random hex digits. Thread-safe.
+std::string random_tool_call_id();
+
+using ToolCallIds = std::function<std::string()>;
+
+// A piece of a streamed reply: text for delta.content, or a piece of one
+// tool call for delta.tool_calls.
+struct ReplyDelta {
+    bool is_tool_call = false;
+    std::string content;  // !is_tool_call
+    // is_tool_call: the call's position among this reply's calls; `opens`
+    // marks its first piece, which carries id and name (and no arguments);
+    // later pieces carry arguments text only.
+    int32_t index = 0;
+    bool opens = false;
+    std::string id;
+    std::string name;
+    std::string arguments;
+};
+
+// Fed the reply's text as it arrives, gives what can be sent now. Text that
+// may still turn out to be part of a call (a "<tool_call" cut short, or a
+// llama3 reply that opens with "{") is held until it is decided. A hermes
+// call goes out as two pieces once its "</tool_call>" arrives: the opening
+// piece, then the whole arguments. Whitespace between content and calls is
+// a separator, not content: it is dropped when calls were made.
+class ToolCallStream {
+public:
+    explicit ToolCallStream(ToolCallFormat format, ToolCallIds ids = random_tool_call_id);
+
+    std::vector<ReplyDelta> feed(std::string_view text);
+    // The reply has ended: everything still held is decided and given.
+    std::vector<ReplyDelta> finish();
+
+    int32_t calls() const { return calls_; }
+
+private:
+    void process(bool final, std::vector<ReplyDelta>& out);
+    void process_hermes(bool final, std::vector<ReplyDelta>& out);
+    void process_llama3(bool final, std::vector<ReplyDelta>& out);
+    void emit_content(std::string_view text, std::vector<ReplyDelta>& out);
+    bool emit_call(std::string_view body, std::vector<ReplyDelta>& out);
+
+    ToolCallFormat format_;
+    ToolCallIds ids_;
+    std::string pending_;         // text not yet decided
+    std::string held_space_;      // trailing whitespace of the content so far
+    std::string space_before_;    // whitespace before the open call, given back if it fails
+    bool in_call_ = false;        // hermes: inside <tool_call> ... </tool_call>
+    bool decided_ = false;        // llama3: the reply is known to be plain content
+    bool content_sent_ = false;   // some content has gone out
+    int32_t calls_ = 0;
+};
+
+// A whole reply: its content (empty when there was none besides calls) and calls.
+struct ParsedReply {
+    std::string content;
+    std::vector<ToolCall> tool_calls;
+};
+
+// The same as streaming `text` in one piece and joining the deltas.
+ParsedReply parse_tool_calls(std::string_view text, ToolCallFormat format, ToolCallIds ids = random_tool_call_id);
+
+// What a forced tool call (tool_choice "required" or a named function) is
+// constrained to: `prefix`, then JSON matching `schema_json`, then `suffix`.
+struct ForcedToolCall {
+    std::string schema_json;
+    std::string prefix;
+    std::string suffix;
+};
+
+// A function offered in the request: its name and its JSON Schema text
+// (empty: it takes no parameters).
+struct ToolSchema {
+    std::string name;
+    std::string parameters_json;
+};
+
+// Named (`only` is set): that function's call; else one of `tools`. The
+// arguments key is what `format` writes ("arguments" for hermes,
+// "parameters" for llama3). Requires format != none and a non-empty `tools`.
+ForcedToolCall forced_tool_call(ToolCallFormat format, const std::vector<ToolSchema>& tools,
+                                const std::string* only = nullptr);
+
+}  // namespace tf::http
