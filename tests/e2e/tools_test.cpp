@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "recall_report.h"
 #include "server_process.h"
 
 namespace tf::e2e {
@@ -231,6 +232,59 @@ TEST_F(ToolsOnToolcode, BadToolsAre400NamingTheField) {
     expect_400(server_->post("/v1/chat/completions",
                              chat({{"tools", json::parse(R"([{"type": "function", "function": {}}])")}}).dump()),
                "tools", "tools[0].function.name: required");
+}
+
+size_t call_count(const json& choice) {
+    const json& message = choice.at("message");
+    return message.contains("tool_calls") ? message.at("tool_calls").size() : 0;
+}
+
+// A forced call and a free reply with tools, sampled: the same tokens with
+// Recall off, writing (its repeat landing copied tokens) and read-only.
+TEST(ToolsWithRecall, ToolCallingRepliesAreTheSameTokensWithRecallOffOnAndReadOnly) {
+    ASSERT_TRUE(fs::exists(qwen3_config())) << qwen3_config() << " is missing: run scripts/install-deps";
+    TempDir dir;
+    const std::string model = make_toolcode(dir.path());
+    const std::string record = dir.path() + "/record";
+    const json requests[] = {
+        chat({{"tools", kTools}, {"tool_choice", "required"}, {"max_tokens", 96}, {"temperature", 0.8}, {"seed", 9},
+              {"return_token_ids", true}}),
+        chat({{"tools", kTools}, {"max_tokens", 48}, {"temperature", 0.8}, {"seed", 9}, {"return_token_ids", true}}),
+    };
+    std::vector<json> reference;
+    {
+        ServerProcess off({"--ctx-size", "1024"}, model);
+        ASSERT_TRUE(off.listening()) << off.output();
+        for (const json& request : requests) {
+            const Response r = off.post("/v1/chat/completions", request.dump());
+            ASSERT_EQ(r.status, 200) << r.body;
+            reference.push_back(json::parse(r.body)["choices"][0]);
+        }
+    }
+    EXPECT_EQ(call_count(reference[0]), 1u) << reference[0];
+    {
+        ServerProcess on({"--ctx-size", "1024", "--recall-dir", record}, model);
+        ASSERT_TRUE(on.listening()) << on.output();
+        uint64_t adds = 0;
+        for (int pass = 0; pass < 2; ++pass) {
+            for (size_t i = 0; i < std::size(requests); ++i) {
+                const Response r = on.post("/v1/chat/completions", requests[i].dump());
+                ASSERT_EQ(r.status, 200) << r.body;
+                const json choice = json::parse(r.body)["choices"][0];
+                EXPECT_EQ(choice["token_ids"], reference[i]["token_ids"]) << "pass " << pass << ", request " << i;
+                EXPECT_EQ(call_count(choice), call_count(reference[i])) << choice << "\n" << reference[i];
+                wait_for_adds(on, ++adds);
+            }
+        }
+        EXPECT_GT(recall_report(on)["tokens_landed"].get<uint64_t>(), 0u) << "the repeats landed copies";
+    }
+    ServerProcess read_only({"--ctx-size", "1024", "--recall-read-only", "--recall-dir", record}, model);
+    ASSERT_TRUE(read_only.listening()) << read_only.output();
+    for (size_t i = 0; i < std::size(requests); ++i) {
+        const Response r = read_only.post("/v1/chat/completions", requests[i].dump());
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(json::parse(r.body)["choices"][0]["token_ids"], reference[i]["token_ids"]) << "request " << i;
+    }
 }
 
 }  // namespace
