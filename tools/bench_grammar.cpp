@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,22 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
             iterations = std::max(1, std::atoi(argv[++i]));
+        } else if (argv[i][0] == '-') {
+            std::printf("usage: bench-grammar [--iterations N] [MODEL_DIR]\n"
+                        "Microseconds per token mask for schema and json_object states on MODEL_DIR's vocabulary.\n");
+            return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
         } else {
             model = argv[i];
         }
     }
-    const auto tok = tf::tokenizer::Tokenizer::load(model);
+    std::optional<tf::tokenizer::Tokenizer> loaded;
+    try {
+        loaded = tf::tokenizer::Tokenizer::load(model);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench-grammar: %s\n", e.what());
+        return 1;
+    }
+    const tf::tokenizer::Tokenizer& tok = *loaded;
     std::vector<int32_t> ends;
     if (tok.special_ids().eos) ends.push_back(static_cast<int32_t>(*tok.special_ids().eos));
     const auto built = Clock::now();
