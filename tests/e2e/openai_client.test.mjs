@@ -255,3 +255,28 @@ test('tool_choice required: the reply is a tool call, then the tool message roun
   });
   assertAssistantMessage(answer.choices[0]);
 });
+
+test('a streamed forced call arrives as delta.tool_calls and the stream helper rebuilds it', async () => {
+  const request = {
+    model: 'toolcode', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 160, temperature: 0.7, seed: 3,
+  };
+  const whole = await toolClient.chat.completions.create(request);
+  const chunks = await toolClient.chat.completions.create({ ...request, stream: true });
+  const deltas = [];
+  let finish = null;
+  for await (const chunk of chunks) {
+    for (const choice of chunk.choices) {
+      deltas.push(...(choice.delta.tool_calls ?? []));
+      finish = choice.finish_reason ?? finish;
+    }
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.ok(deltas.length >= 1);
+  assert.equal(deltas[0].function.name, 'get_weather');
+  assert.equal(deltas.map((d) => d.function.arguments ?? '').join(''), whole.choices[0].message.tool_calls[0].function.arguments);
+  const final = await toolClient.chat.completions.stream(request).finalChatCompletion();
+  assert.equal(final.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(final.choices[0].message.tool_calls[0].function.arguments),
+    JSON.parse(whole.choices[0].message.tool_calls[0].function.arguments));
+});
