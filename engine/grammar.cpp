@@ -292,8 +292,8 @@ public:
         const GrammarFrame top = stack.back();
         const GrammarNode& n = nodes_[top.node];
         switch (n.kind) {
-            case NodeKind::literal:
-                if (top.phase < n.text.size()) return wait(stack);
+            case NodeKind::literal:  // `count`: bytes matched (a long enum value outgrows `phase`)
+                if (top.count < n.text.size()) return wait(stack);
                 return pop(stack);
             case NodeKind::sequence:
                 if (top.phase < n.children.size()) {
@@ -413,8 +413,8 @@ private:
 bool feed(const GrammarNode& n, GrammarFrame& f, uint8_t b) {
     switch (n.kind) {
         case NodeKind::literal:
-            if (f.phase >= n.text.size() || static_cast<uint8_t>(n.text[f.phase]) != b) return false;
-            ++f.phase;
+            if (f.count >= n.text.size() || static_cast<uint8_t>(n.text[f.count]) != b) return false;
+            ++f.count;
             return true;
         case NodeKind::string: return n.excluded_keys.empty() ? feed_string(n, f, b) : feed_excluding_string(n, f, b);
         case NodeKind::number: return feed_number(n, f, b);

@@ -35,10 +35,12 @@
 // Layout of the text, chosen so that a greedy model cannot pad forever:
 // exactly one optional space after ':' and after ',', no whitespace anywhere
 // else (not around the value, not after '{' or '[', not before '}' or ']').
-// Numbers have at most 16 digits before the point, 16 after it and 2 in the
-// exponent (so every number fits a double); integers have neither fraction nor exponent. Strings are JSON
-// strings of valid UTF-8: escapes checked (a \u high surrogate must be
-// followed by a \u low one), no raw control characters.
+// Properties come in the schema's order, which keeps the grammar small and
+// deterministic. Numbers have at most 16 digits before the point, 16 after
+// it and 2 in the exponent (so every number fits a double); integers have
+// neither fraction nor exponent. Strings are JSON strings of valid UTF-8:
+// escapes checked (a \u high surrogate must be followed by a \u low one), no
+// raw control characters.
 // any_json_object() is one object whose values are any JSON nested at most
 // 16 deep, and so are values the schema leaves open ({} or no `items`).
 // Safety bounds, so that no schema makes a byte cost without limit: at most

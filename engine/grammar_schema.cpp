@@ -50,6 +50,8 @@ uint32_t ProgramBuilder::array(uint32_t item, uint32_t min, uint32_t max) {
 }
 
 uint32_t ProgramBuilder::object(std::vector<GrammarProperty> properties, uint32_t additional) {
+    // An object frame names the property being read in 16 bits.
+    if (properties.size() >= 0xFFFF) throw GrammarError("an object has more than 65534 properties");
     GrammarNode node{.kind = NodeKind::object};
     node.required_from.assign(properties.size() + 1, false);
     for (size_t i = properties.size(); i-- > 0;) {
@@ -329,6 +331,7 @@ private:
         if (schema.contains("properties")) {
             const json& props = schema["properties"];
             if (!props.is_object()) fail(path + "/properties", "'properties' must be an object");
+            if (props.size() >= 0xFFFF) fail(path + "/properties", "more than 65534 properties");
             for (const auto& [name, sub] : props.items()) {
                 const uint32_t key = b_.literal(json(name).dump());
                 const uint32_t value = compile(sub, path + "/properties/" + pointer_token(name));

@@ -1,7 +1,6 @@
 #include "engine/token_mask.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace tf::engine {
 namespace {

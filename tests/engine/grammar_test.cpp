@@ -310,6 +310,13 @@ TEST(Grammar, PrefixAndSuffixWrapTheValue) {
     EXPECT_TRUE(incomplete(*g, "<tool_call>\n{\"x\": 5"));
 }
 
+TEST(Grammar, LongEnumValuesMatchToTheirLastByte) {
+    const std::string value(70000, 'x');
+    auto g = schema(R"({"enum":[")" + value + R"("]})");
+    EXPECT_TRUE(accepts(*g, "\"" + value + "\""));
+    EXPECT_FALSE(accepts(*g, "\"" + value + "x\""));
+}
+
 TEST(Grammar, AdvancingAtOnceEqualsAdvancingByteByByte) {
     auto g = Grammar::any_json_object();
     const std::string text = R"({"a": [1, 2.5e3, "x\u00e9"], "b": {"c": null}})";
