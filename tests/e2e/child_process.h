@@ -79,16 +79,21 @@ public:
         return output_;
     }
 
-    // Waits until the output matches `pattern` (the match) or the process has
-    // closed its output (an empty match).
-    std::smatch wait_for_output(const std::regex& pattern) {
+    // Waits until the output matches `pattern` or the process has closed its
+    // output. Returns the match and its groups as copies (a std::smatch would
+    // point into output that the reader thread goes on growing); empty when
+    // nothing matched.
+    std::vector<std::string> wait_for_output(const std::regex& pattern) {
         std::smatch match;
         std::unique_lock lock(mutex_);
         output_changed_.wait_for(lock, kEventDeadline, [&] {
             return std::regex_search(output_, match, pattern) || eof_;
         });
-        if (!std::regex_search(output_, match, pattern)) match = std::smatch{};
-        return match;
+        std::vector<std::string> groups;
+        if (std::regex_search(output_, match, pattern)) {
+            for (const auto& group : match) groups.push_back(group.str());
+        }
+        return groups;
     }
 
     void signal(int number) const {

@@ -73,7 +73,7 @@ TEST_F(InstallE2e, GenerateWithoutAModelUsesTheInstalledOne) {
 
 TEST_F(InstallE2e, ServeWithoutAModelServesTheInstalledOne) {
     ChildProcess serve({installed_binary(), "serve", "--port", "0", "--threads", "1"});
-    const std::smatch listening = serve.wait_for_output(std::regex(R"(listening on http://127\.0\.0\.1:(\d+))"));
+    const std::vector<std::string> listening = serve.wait_for_output(std::regex(R"(listening on http://127\.0\.0\.1:(\d+))"));
     ASSERT_FALSE(listening.empty()) << serve.output();
     const std::string model = fs::weakly_canonical(prefix() + "/share/tensorfold/models/tinycode").string();
     EXPECT_NE(serve.output().find("model tinycode (Qwen3ForCausalLM, " + model + ")"), std::string::npos)

@@ -49,7 +49,7 @@ class Prometheus {
 public:
     Prometheus(const std::string& binary, const TempDir& dir, const std::string& target)
         : process_(start(binary, dir, target)) {
-        const std::smatch listening =
+        const std::vector<std::string> listening =
             process_->wait_for_output(std::regex(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))"));
         if (!listening.empty()) port_ = static_cast<uint16_t>(std::stoi(listening[1]));
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tests/support/run_command.h"
+#include "child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -95,73 +96,29 @@ inline Response http_request(uint16_t port, const std::string& method, const std
     return out;
 }
 
+// `tensorfold serve` in a ChildProcess, with the port it listens on.
 class ServerProcess {
 public:
     // Starts `tensorfold serve MODEL --port PORT --threads 2 ARGS...` and
     // waits for its listening line (or its exit).
-    explicit ServerProcess(std::vector<std::string> args, std::string model = tinycode_dir(), std::string port = "0") {
-        std::vector<std::string> argv = {binary(), "serve", model, "--port", port, "--threads", "2"};
-        argv.insert(argv.end(), args.begin(), args.end());
-        int fds[2];
-        if (::pipe(fds) != 0) return;
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(fds[1], 1);
-            ::dup2(fds[1], 2);
-            ::close(fds[0]);
-            ::close(fds[1]);
-            std::vector<char*> raw;
-            for (auto& a : argv) raw.push_back(a.data());
-            raw.push_back(nullptr);
-            ::execv(raw[0], raw.data());
-            ::_exit(127);
-        }
-        ::close(fds[1]);
-        fd_ = fds[0];
-        reader_ = std::thread([this] { drain(); });
-        // Woken by each piece of output the reader thread appends; 120 s only
-        // bounds a server that never says it listens (listening() is then false).
-        const std::regex listening(R"(listening on http://[^:\s]+:(\d+))");
-        std::smatch m;
-        std::unique_lock lock(mutex_);
-        output_changed_.wait_for(lock, std::chrono::seconds(120),
-                                 [&] { return std::regex_search(output_, m, listening) || eof_; });
-        if (!m.empty()) port_ = static_cast<uint16_t>(std::stoi(m[1]));
+    explicit ServerProcess(std::vector<std::string> args, std::string model = tinycode_dir(), std::string port = "0")
+        : process_(serve_argv(std::move(args), std::move(model), std::move(port))) {
+        // kEventDeadline only bounds a server that never says it listens
+        // (listening() is then false).
+        const std::vector<std::string> listening =
+            process_.wait_for_output(std::regex(R"(listening on http://[^:\s]+:(\d+))"));
+        if (!listening.empty()) port_ = static_cast<uint16_t>(std::stoi(listening[1]));
     }
-
-    ~ServerProcess() { stop(); }
-    ServerProcess(const ServerProcess&) = delete;
-    ServerProcess& operator=(const ServerProcess&) = delete;
 
     bool listening() const { return port_ != 0; }
     uint16_t port() const { return port_; }
     std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
-    std::string output() const {
-        std::lock_guard lock(mutex_);
-        return output_;
-    }
+    std::string output() const { return process_.output(); }
 
     // SIGTERM, then the exit status (-1: killed by a signal or not started).
-    int stop() {
-        if (pid_ <= 0) return exit_code_;
-        if (!exited_) ::kill(pid_, SIGTERM);
-        return wait();
-    }
-
+    int stop() { return process_.stop(); }
     // Waits for the process to exit on its own (for servers that refuse to start).
-    int wait() {
-        if (pid_ <= 0) return exit_code_;
-        int status = 0;
-        ::waitpid(pid_, &status, 0);
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        pid_ = 0;
-        exited_ = true;
-        if (reader_.joinable()) reader_.join();
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-        return exit_code_;
-    }
+    int wait() { return process_.wait(); }
 
     Response request(const std::string& method, const std::string& target, const std::string& body = "",
                      const std::map<std::string, std::string>& headers = {}) const {
@@ -177,31 +134,14 @@ public:
     }
 
 private:
-    void drain() {
-        char buffer[4096];
-        for (;;) {
-            const ssize_t n = ::read(fd_, buffer, sizeof buffer);
-            std::lock_guard lock(mutex_);
-            if (n <= 0) {
-                eof_ = true;
-                output_changed_.notify_all();
-                return;
-            }
-            output_.append(buffer, static_cast<size_t>(n));
-            output_changed_.notify_all();
-        }
+    static std::vector<std::string> serve_argv(std::vector<std::string> args, std::string model, std::string port) {
+        std::vector<std::string> argv = {binary(), "serve", std::move(model), "--port", std::move(port), "--threads", "2"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return argv;
     }
 
-    pid_t pid_ = -1;
-    int fd_ = -1;
+    ChildProcess process_;
     uint16_t port_ = 0;
-    bool exited_ = false;
-    int exit_code_ = -1;
-    std::thread reader_;
-    mutable std::mutex mutex_;
-    std::condition_variable output_changed_;  // output_ grew or eof_ was set
-    std::string output_;
-    bool eof_ = false;
 };
 
 // Runs a shell command; its stdout.
