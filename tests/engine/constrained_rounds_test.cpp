@@ -47,36 +47,7 @@ private:
     int32_t length_;
 };
 
-struct Reply {
-    std::vector<TokenId> tokens;
-    std::vector<TokenLogprob> logprobs;
-    FinishReason finish = FinishReason::running;
-    DraftCounters counters;
-};
-
-// Drives one stream to its end; `drafter` null: no drafts at all.
-Reply drive(const GenerationRequest& request, const Drafter* drafter) {
-    RoundDriver driver(tinycode());
-    constexpr StreamId kv = 0;
-    tinycode().open_stream(kv, 256);
-    Stream stream(1, kv, request, 0, 256, nullptr);
-    Reply reply;
-    const Drafter none(CostCurve::flat(64), DrafterOptions{.own_context = false}, nullptr);
-    while (!stream.finished()) {
-        if (stream.prefilling()) {
-            driver.add_prefill(stream, 512);
-        } else {
-            driver.add_decoding(stream, drafter ? *drafter : none);
-        }
-        StreamUpdate update = land_verdict(stream, driver.run().front()).update;
-        reply.logprobs.insert(reply.logprobs.end(), update.logprobs.begin(), update.logprobs.end());
-    }
-    tinycode().close_stream(kv);
-    reply.tokens = stream.reply();
-    reply.finish = stream.finish_reason();
-    reply.counters = stream.counters();
-    return reply;
-}
+using Reply = DrivenReply;
 
 GenerationRequest constrained_request(int32_t length, float temperature) {
     std::vector<TokenId> prompt;

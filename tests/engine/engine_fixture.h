@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/round_driver.h"
 #include "model/cpu_backend.h"
 #include "recall/record.h"
 
@@ -94,6 +95,41 @@ inline EngineOptions plain_options() {
     EngineOptions o;
     o.drafter.own_context = false;
     return o;
+}
+
+// One stream driven through a RoundDriver of its own on tinycode, KV stream
+// 0, to its end: what it replied, and how.
+struct DrivenReply {
+    std::vector<TokenId> tokens;
+    std::vector<TokenLogprob> logprobs;
+    FinishReason finish = FinishReason::running;
+    DraftCounters counters;
+    int64_t rounds = 0;
+};
+
+// `drafter` null: no drafts at all (not even own context).
+inline DrivenReply drive(const GenerationRequest& request, const Drafter* drafter, int32_t capacity = 256) {
+    RoundDriver driver(tinycode());
+    constexpr StreamId kv = 0;
+    tinycode().open_stream(kv, capacity);
+    Stream stream(1, kv, request, 0, capacity, nullptr);
+    DrivenReply reply;
+    const Drafter none(CostCurve::flat(64), DrafterOptions{.own_context = false}, nullptr);
+    while (!stream.finished()) {
+        if (stream.prefilling()) {
+            driver.add_prefill(stream, 512);
+        } else {
+            driver.add_decoding(stream, drafter ? *drafter : none);
+        }
+        StreamUpdate update = land_verdict(stream, driver.run().front()).update;
+        reply.logprobs.insert(reply.logprobs.end(), update.logprobs.begin(), update.logprobs.end());
+    }
+    tinycode().close_stream(kv);
+    reply.tokens = stream.reply();
+    reply.finish = stream.finish_reason();
+    reply.counters = stream.counters();
+    reply.rounds = driver.rounds_run();
+    return reply;
 }
 
 }  // namespace tf::engine::testing

@@ -30,25 +30,11 @@ TEST(RoundDriverOnTinycode, DraftedRoundsLandThePlainTokens) {
     Engine(tinycode(), CostCurve::flat(64), EngineOptions{}, nullptr, record.get()).generate(request);
 
     const Drafter drafter(CostCurve::flat(64), DrafterOptions{}, record.get());
-    RoundDriver driver(tinycode());
-    constexpr StreamId kv = 0;
-    tinycode().open_stream(kv, 256);
-    Stream stream(1, kv, request, 0, 256, nullptr);
-    int copies_verified = 0;
-    while (!stream.finished()) {
-        if (stream.prefilling()) {
-            driver.add_prefill(stream, 512);
-        } else {
-            driver.add_decoding(stream, drafter);
-        }
-        if (land_verdict(stream, driver.run().front()).copy_verified) ++copies_verified;
-    }
-    tinycode().close_stream(kv);
-
-    EXPECT_EQ(stream.reply(), plain);
-    EXPECT_GT(copies_verified, 0);
-    EXPECT_GT(stream.counters().copy_landed, 32) << "the record holds this very reply";
-    EXPECT_LT(driver.rounds_run(), 20);
+    const DrivenReply driven = drive(request, &drafter);
+    EXPECT_EQ(driven.tokens, plain);
+    EXPECT_GT(driven.counters.copies_offered, 0);
+    EXPECT_GT(driven.counters.copy_landed, 32) << "the record holds this very reply";
+    EXPECT_LT(driven.rounds, 20);
 }
 
 }  // namespace
