@@ -139,9 +139,14 @@ struct Router::Generation {
     }
 
     void add_logprobs(Part& part, const actors::StreamEvent& event) const {
-        auto text_of = [&](model::TokenId id) {
-            const tokenizer::TokenId one[] = {static_cast<tokenizer::TokenId>(id)};
-            return tokenizer->decode(one);
+        // The token's own bytes: a piece of a character stays as it is here
+        // (chat's "bytes" carry it whole; the JSON text shows U+FFFD).
+        auto text_of = [&](model::TokenId id) -> std::string {
+            try {
+                return tokenizer->token_to_piece(static_cast<tokenizer::TokenId>(id));
+            } catch (const tokenizer::TokenizerError&) {
+                return {};  // an id past the tokenizer's vocabulary (a padded embedding row)
+            }
         };
         for (size_t k = 0; k < event.tokens.size() && k < event.logprobs.size(); ++k) {
             if (std::find(end_tokens.begin(), end_tokens.end(), event.tokens[k]) != end_tokens.end()) continue;
