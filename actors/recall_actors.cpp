@@ -1,5 +1,7 @@
 #include "actors/recall_actors.h"
 
+#include <spdlog/spdlog.h>
+
 #include "engine/drafter.h"
 
 namespace tf::actors {
@@ -15,13 +17,28 @@ reader_actor::behavior_type reader(reader_actor::pointer, recall::Record* record
     };
 }
 
+// One debug line after each add and erase, once the record's counters
+// show it: operators can follow the record, and the end-to-end tests wait
+// for these lines instead of polling GET /v1/recall.
+void log_record(const recall::Record& record, const char* what) {
+    const recall::RecordStats stats = record.stats();
+    spdlog::debug("recall: {}; record: {} adds, {} skipped, {} ids", what, stats.adds, stats.adds_skipped, stats.ids);
+}
+
 writer_actor::behavior_type writer(writer_actor::pointer, recall::Record* record) {
     return {
-        [record](add_atom, std::vector<uint32_t>& ids) { record->add(ids); },
+        [record](add_atom, std::vector<uint32_t>& ids) {
+            record->add(ids);
+            log_record(*record, "add");
+        },
         [record](outcome_atom, CopyOutcome& outcome) {
             engine::Drafter::record_outcome(*record, outcome.draft, outcome.landed);
         },
-        [record](erase_atom) { return record->erase_all(); },
+        [record](erase_atom) {
+            recall::EraseResult result = record->erase_all();
+            log_record(*record, "erase");
+            return result;
+        },
     };
 }
 

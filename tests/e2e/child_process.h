@@ -1,7 +1,8 @@
 // Any program the operations tests run beside the server (prometheus,
 // scripts/fleet, an installed tensorfold) in a child process of its own,
 // with its stdout and stderr collected, and the waits those tests need:
-// for a line of output, and for a condition polled over HTTP.
+// for a line of output, and for a condition checked again after each new
+// piece of output.
 #pragma once
 
 #include <signal.h>
@@ -96,6 +97,28 @@ public:
         return groups;
     }
 
+    // Calls `done` now and again each time the process writes more output,
+    // until it returns true; false if the output ends, or kEventDeadline
+    // passes, first. For state the process announces with a line once it
+    // has changed (a server's debug line after each record add): the size
+    // is taken before each call, so a line written during it still wakes us.
+    bool wait_for_output_change(const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + kEventDeadline;
+        for (;;) {
+            size_t seen = 0;
+            {
+                std::lock_guard lock(mutex_);
+                seen = output_.size();
+            }
+            if (done()) return true;
+            std::unique_lock lock(mutex_);
+            if (!output_changed_.wait_until(lock, deadline, [&] { return output_.size() != seen || eof_; })) {
+                return false;
+            }
+            if (output_.size() == seen) return false;  // the output ended
+        }
+    }
+
     void signal(int number) const {
         if (pid_ > 0) ::kill(pid_, number);
     }
@@ -146,16 +169,5 @@ private:
     std::string output_;
     bool eof_ = false;
 };
-
-// Polls `probe` until it returns true; false once kEventDeadline has passed.
-// The pause between probes only spares the CPU; no result depends on it.
-inline bool poll_until(const std::function<bool()>& probe) {
-    const auto deadline = std::chrono::steady_clock::now() + kEventDeadline;
-    while (!probe()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
-}
 
 }  // namespace tf::e2e

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "file_changes.h"
 #include "server_process.h"
 
 namespace tf::e2e {
@@ -45,7 +46,7 @@ public:
         : dir_(dir),
           socket_(dir / "fleet.sock"),
           process_({"bash", source_dir() + "/scripts/fleet", "2", "--listen", "unix@" + socket_, "--state-dir",
-                    dir / "state", "--balance", balance, "--", "--threads", "1"},
+                    dir / "state", "--balance", balance, "--", "--threads", "1", "--log-level", "debug"},
                    {"TENSORFOLD=" + binary()}) {
         ready_ = !process_.wait_for_output(std::regex("fleet ready")).empty();
         std::ifstream lines(dir / "state/replicas");
@@ -101,9 +102,13 @@ public:
     }
 
     // Waits until the replicas' records have taken `adds` requests in all:
-    // then the copy outcomes of those requests are counted too.
+    // then the copy outcomes of those requests are counted too. A replica
+    // logs a debug line to its log file (in its state directory) after each
+    // add, so the sum is read again whenever a replica's log grows.
     bool wait_for_adds(uint64_t adds) const {
-        return poll_until([&] { return total("adds") >= adds; });
+        std::vector<std::string> logs;
+        for (const auto& [name, port] : ports_) logs.push_back(dir_ / ("state/" + name));
+        return wait_for_file_changes(logs, [&] { return total("adds") >= adds; });
     }
 
 private:

@@ -16,7 +16,7 @@ let recalling;
 before(async () => {
   record = tempDir();
   off = await startServer([]);
-  on = await startServer(['--recall', '--recall-dir', record.path]);
+  on = await startServer(['--recall', '--recall-dir', record.path, '--log-level', 'debug']);
   plain = new OpenAI({ baseURL: `${off.url}/v1`, apiKey: 'none', maxRetries: 0 });
   recalling = new OpenAI({ baseURL: `${on.url}/v1`, apiKey: 'none', maxRetries: 0 });
 });
@@ -27,15 +27,22 @@ after(async () => {
   record.remove();
 });
 
-// Waits for the record's report to satisfy `ready`; the pause between
-// probes only spares the CPU, and the deadline turns "never" into a failure.
-async function recallReport(url, ready) {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const report = await (await fetch(`${url}/v1/recall`)).json();
-    if (ready(report)) return report;
-    assert.ok(Date.now() < deadline, `the record never got there: ${JSON.stringify(report)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+// Waits for the record's report to satisfy `ready`, reading it again after
+// each line the server writes (at debug level its record's writer logs one
+// per add); the deadline only turns "never" into a failure.
+async function recallReport(server, ready) {
+  let timer;
+  const deadline = new Promise((resolve) => { timer = setTimeout(resolve, 120_000, 'deadline'); });
+  try {
+    for (;;) {
+      const changed = server.outputChanged();
+      const report = await (await fetch(`${server.url}/v1/recall`)).json();
+      if (ready(report)) return report;
+      assert.notEqual(await Promise.race([changed, deadline]), 'deadline',
+        `the record never got there: ${JSON.stringify(report)}`);
+    }
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -86,9 +93,9 @@ test('logprobs are the same numbers with Recall off, on an empty record and with
   };
   const reference = await plain.completions.create(request);
   const first = await recalling.completions.create(request);
-  await recallReport(on.url, (r) => r.adds >= 1);
+  await recallReport(on, (r) => r.adds >= 1);
   const again = await recalling.completions.create(request);
-  const report = await recallReport(on.url, (r) => r.adds >= 2);
+  const report = await recallReport(on, (r) => r.adds >= 2);
   assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
   for (const c of [first, again]) {
     assert.equal(c.choices[0].text, reference.choices[0].text);
@@ -180,12 +187,12 @@ test('constrained replies are the same tokens with Recall off, on, with a copy l
     return_token_ids: true,
   };
   const reference = await plain.completions.create(request);
-  const before = (await recallReport(on.url, () => true)).adds;
+  const before = (await recallReport(on, () => true)).adds;
   await recalling.completions.create(request);
-  await recallReport(on.url, (r) => r.adds >= before + 1);
-  const landedBefore = (await recallReport(on.url, () => true)).tokens_landed;
+  await recallReport(on, (r) => r.adds >= before + 1);
+  const landedBefore = (await recallReport(on, () => true)).tokens_landed;
   const again = await recalling.completions.create(request);
-  const report = await recallReport(on.url, (r) => r.adds >= before + 2);
+  const report = await recallReport(on, (r) => r.adds >= before + 2);
   assert.ok(report.tokens_landed > landedBefore, 'the repeat landed copied tokens');
   assert.equal(again.choices[0].text, reference.choices[0].text);
   assert.deepEqual(again.choices[0].token_ids, reference.choices[0].token_ids);

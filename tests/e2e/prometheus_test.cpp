@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "child_process.h"
+#include "file_changes.h"
+#include "recall_report.h"
 #include "server_process.h"
 
 namespace tf::e2e {
@@ -48,7 +52,7 @@ std::string url_encode(const std::string& text) {
 class Prometheus {
 public:
     Prometheus(const std::string& binary, const TempDir& dir, const std::string& target)
-        : process_(start(binary, dir, target)) {
+        : process_(start(binary, dir, target)), storage_{dir / "tsdb", dir / "tsdb/wal"} {
         const std::vector<std::string> listening =
             process_->wait_for_output(std::regex(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))"));
         if (!listening.empty()) port_ = static_cast<uint16_t>(std::stoi(listening[1]));
@@ -56,6 +60,10 @@ public:
 
     uint16_t port() const { return port_; }
     std::string output() const { return process_->output(); }
+
+    // Until `done`, looked at again after each write to the storage (every
+    // scrape and every rule evaluation appends to the write-ahead log).
+    bool wait_until(const std::function<bool()>& done) const { return wait_for_file_changes(storage_, done); }
 
     json api(const std::string& target) const {
         const Response r = http_request(port_, "GET", target);
@@ -72,6 +80,8 @@ private:
     static std::unique_ptr<ChildProcess> start(const std::string& binary, const TempDir& dir,
                                                const std::string& target) {
         const std::string config = dir / "prometheus.yml";
+        // Made here so that its writes can be watched from the start.
+        std::filesystem::create_directories(dir / "tsdb/wal");
         std::ofstream(config) << "global:\n"
                                  "  scrape_interval: 1s\n"
                                  "  evaluation_interval: 1s\n"
@@ -90,6 +100,7 @@ private:
     }
 
     std::unique_ptr<ChildProcess> process_;
+    std::vector<std::string> storage_;  // the directories Prometheus writes as it scrapes
     uint16_t port_ = 0;
 };
 
@@ -101,8 +112,6 @@ std::string sampled_request() {
                 {"seed", 7}}
         .dump();
 }
-
-json recall_report(const ServerProcess& server) { return json::parse(server.get("/v1/recall").body); }
 
 double value_of(const json& sample) { return std::stod(sample["value"][1].get<std::string>()); }
 
@@ -118,7 +127,7 @@ TEST(PrometheusE2e, TheLandedCopyCounterOfARegeneratedRequestReachesPrometheus) 
     // A scrape before any request gives rate() its starting point; without
     // it, counters first seen after both replies would show no increase.
     json baseline;
-    ASSERT_TRUE(poll_until([&] {
+    ASSERT_TRUE(prometheus.wait_until([&] {
         baseline = prometheus.query("tensorfold_requests_total{job=\"tensorfold\"} == 0");
         return baseline.size() == 1;
     })) << "no scrape of the idle server\n" << prometheus.output();
@@ -127,13 +136,10 @@ TEST(PrometheusE2e, TheLandedCopyCounterOfARegeneratedRequestReachesPrometheus) 
     // writer has added it, and its landing counters are final once the
     // writer has taken its add too (tests/e2e/recall_test.cpp says why).
     ASSERT_EQ(server.post("/v1/completions", sampled_request()).status, 200);
-    ASSERT_TRUE(poll_until([&] { return recall_report(server)["adds"].get<uint64_t>() >= 1; }));
+    wait_for_adds(server, 1);
     ASSERT_EQ(server.post("/v1/completions", sampled_request()).status, 200);
-    json report;
-    ASSERT_TRUE(poll_until([&] {
-        report = recall_report(server);
-        return report["adds"].get<uint64_t>() >= 2;
-    })) << report;
+    const json report = wait_for_adds(server, 2);
+    ASSERT_GE(report["adds"].get<uint64_t>(), 2u) << report;
     const double landed = report["tokens_landed"].get<double>();
     ASSERT_GT(landed, 0) << "the regenerated request landed no copy: " << report;
 
@@ -141,7 +147,7 @@ TEST(PrometheusE2e, TheLandedCopyCounterOfARegeneratedRequestReachesPrometheus) 
     // taken after the second reply shows the count the server reports.
     const std::string landed_query = "sum(tensorfold_recall_copy_tokens_landed_total{job=\"tensorfold\"})";
     json result;
-    EXPECT_TRUE(poll_until([&] {
+    EXPECT_TRUE(prometheus.wait_until([&] {
         result = prometheus.query(landed_query);
         return result.size() == 1 && value_of(result[0]) == landed;
     })) << "Prometheus answered " << result << " for " << landed_query << ", the server reports " << landed
@@ -150,7 +156,7 @@ TEST(PrometheusE2e, TheLandedCopyCounterOfARegeneratedRequestReachesPrometheus) 
     // The recording rule over the same counters gives a landing rate for
     // the buckets that copied (the others are left out, not NaN).
     const std::string ratio = "instance_match:tensorfold_recall_copy_landing:ratio_rate15m";
-    EXPECT_TRUE(poll_until([&] {
+    EXPECT_TRUE(prometheus.wait_until([&] {
         result = prometheus.query(ratio);
         bool all_positive = !result.empty();
         for (const json& sample : result) all_positive = all_positive && value_of(sample) > 0;
@@ -163,14 +169,14 @@ TEST(PrometheusE2e, TheLandedCopyCounterOfARegeneratedRequestReachesPrometheus) 
     for (const char* family : {"time_to_first_token", "inter_token_latency"}) {
         const std::string p99 = std::string("histogram_quantile(0.99, sum by (le) (rate(tensorfold_") + family +
                                 "_seconds_bucket[30m]))) > 0";
-        EXPECT_TRUE(poll_until([&] { return prometheus.query(p99).size() == 1; })) << p99;
+        EXPECT_TRUE(prometheus.wait_until([&] { return prometheus.query(p99).size() == 1; })) << p99;
     }
 
     // Every rule of deploy/prometheus/tensorfold-rules.yml has been evaluated
     // against the real series without an error (health "err" would name a
     // failing expression, e.g. a division producing duplicate series).
     json groups;
-    EXPECT_TRUE(poll_until([&] {
+    EXPECT_TRUE(prometheus.wait_until([&] {
         groups = prometheus.api("/api/v1/rules")["data"]["groups"];
         bool all_ok = groups.size() == 2;
         for (const json& group : groups) {

@@ -1,9 +1,10 @@
 // The record's report (GET /v1/recall) and the waits the Recall end-to-end
 // tests share. The writer actor takes a request's copy outcomes and then its
 // ids after the reply has gone out, so a report read right after a reply may
-// not show them yet: these wait until the report shows the awaited event
-// (child_process.h's poll_until), and a deadline that passes is a failure
-// naming what was awaited, never a way to go on.
+// not show them yet: these wait until the report shows the awaited event,
+// reading it again after each line the server writes (the writer logs one
+// per add and erase at debug level, which ServerProcess runs at), and a
+// deadline that passes is a failure naming what was awaited.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -25,11 +26,13 @@ inline nlohmann::json recall_report(const ServerProcess& server) {
 }
 
 // Until `condition` holds for the report; the last report read either way.
-inline nlohmann::json wait_for_report(const ServerProcess& server,
+// The report is read again after each new piece of the server's output:
+// the writer logs a line once an add or an erase shows in the report.
+inline nlohmann::json wait_for_report(ServerProcess& server,
                                       const std::function<bool(const nlohmann::json&)>& condition,
                                       const std::string& what) {
     nlohmann::json report;
-    const bool seen = poll_until([&] {
+    const bool seen = server.wait_for_output_change([&] {
         report = recall_report(server);
         return condition(report);
     });
@@ -38,7 +41,7 @@ inline nlohmann::json wait_for_report(const ServerProcess& server,
 }
 
 // Until the record holds at least `ids` ids.
-inline nlohmann::json wait_for_ids(const ServerProcess& server, uint64_t ids) {
+inline nlohmann::json wait_for_ids(ServerProcess& server, uint64_t ids) {
     return wait_for_report(
         server, [ids](const nlohmann::json& r) { return r["ids"].get<uint64_t>() >= ids; },
         "at least " + std::to_string(ids) + " ids");
@@ -50,7 +53,7 @@ inline nlohmann::json wait_for_ids(const ServerProcess& server, uint64_t ids) {
 // its ids do, and the writer takes its mailbox in order, so then the
 // report's landing counters are final for those requests too. Only a
 // writing record counts adds.
-inline nlohmann::json wait_for_adds(const ServerProcess& server, uint64_t adds) {
+inline nlohmann::json wait_for_adds(ServerProcess& server, uint64_t adds) {
     return wait_for_report(
         server, [adds](const nlohmann::json& r) { return r["adds"].get<uint64_t>() >= adds; },
         std::to_string(adds) + " adds");

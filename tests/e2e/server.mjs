@@ -22,10 +22,12 @@ export async function startServer(args = [], model = tinycode) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let waiting = [];  // resolvers of outputChanged() promises
   const port = await new Promise((resolvePort, reject) => {
     const timer = setTimeout(() => reject(new Error(`no listening line in 120 s:\n${output}`)), 120_000);
     const onData = (data) => {
       output += data.toString();
+      for (const resolve of waiting.splice(0)) resolve();
       const m = output.match(/listening on http:\/\/[^:\s]+:(\d+)/);
       if (m) {
         clearTimeout(timer);
@@ -44,6 +46,9 @@ export async function startServer(args = [], model = tinycode) {
     port,
     url: `http://127.0.0.1:${port}`,
     output: () => output,
+    // Resolves with the server's next piece of output. Ask before looking at
+    // the state the output announces, so a line written meanwhile is not missed.
+    outputChanged: () => new Promise((resolve) => waiting.push(resolve)),
     async stop() {
       child.kill('SIGTERM');
       return exited;

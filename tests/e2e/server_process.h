@@ -99,7 +99,8 @@ inline Response http_request(uint16_t port, const std::string& method, const std
 // `tensorfold serve` in a ChildProcess, with the port it listens on.
 class ServerProcess {
 public:
-    // Starts `tensorfold serve MODEL --port PORT --threads 2 ARGS...` and
+    // Starts `tensorfold serve MODEL --port PORT --threads 2 --log-level debug
+    // ARGS...` and
     // waits for its listening line (or its exit).
     explicit ServerProcess(std::vector<std::string> args, std::string model = tinycode_dir(), std::string port = "0")
         : process_(serve_argv(std::move(args), std::move(model), std::move(port))) {
@@ -114,6 +115,12 @@ public:
     uint16_t port() const { return port_; }
     std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
     std::string output() const { return process_.output(); }
+
+    // Until `done`, looked at again after each new piece of the server's
+    // output (ChildProcess::wait_for_output_change). The record's writer
+    // logs a debug line after each add and erase, so a condition on the
+    // record's report is seen as soon as it holds.
+    bool wait_for_output_change(const std::function<bool()>& done) { return process_.wait_for_output_change(done); }
 
     // SIGTERM, then the exit status (-1: killed by a signal or not started).
     int stop() { return process_.stop(); }
@@ -135,7 +142,9 @@ public:
 
 private:
     static std::vector<std::string> serve_argv(std::vector<std::string> args, std::string model, std::string port) {
-        std::vector<std::string> argv = {binary(), "serve", std::move(model), "--port", std::move(port), "--threads", "2"};
+        // Debug: the record's writer announces each add (the waits above).
+        std::vector<std::string> argv = {binary(), "serve", std::move(model), "--port", std::move(port), "--threads", "2",
+                                         "--log-level", "debug"};
         argv.insert(argv.end(), args.begin(), args.end());
         return argv;
     }
