@@ -49,6 +49,18 @@ private:
 
 using Reply = DrivenReply;
 
+// Drives `request` drafting only record copies, from a record that holds
+// its prompt followed by `continuation`.
+Reply drive_with_record(const GenerationRequest& request, const std::vector<TokenId>& continuation) {
+    TempDir dir("constrained-rounds");
+    auto record = open_record(dir.path(), false);
+    std::vector<uint32_t> seen(request.prompt.begin(), request.prompt.end());
+    seen.insert(seen.end(), continuation.begin(), continuation.end());
+    record->add(seen);
+    const Drafter copying(CostCurve::flat(64), DrafterOptions{.own_context = false}, record.get());
+    return drive(request, &copying);
+}
+
 GenerationRequest constrained_request(int32_t length, float temperature) {
     std::vector<TokenId> prompt;
     for (int i = 0; i < 24; ++i) prompt.push_back((i * 389 + 17) % 8000);
@@ -94,13 +106,7 @@ TEST(ConstrainedRounds, OwnContextDraftsAndRecordCopiesLandTheSameTokensAndLogpr
     expect_same_logprobs(with_own.logprobs, plain.logprobs);
 
     // A record that holds this very reply after its prompt: copies land.
-    TempDir dir("constrained-rounds");
-    auto record = open_record(dir.path(), false);
-    std::vector<uint32_t> seen(request.prompt.begin(), request.prompt.end());
-    seen.insert(seen.end(), plain.tokens.begin(), plain.tokens.end());
-    record->add(seen);
-    const Drafter copying(CostCurve::flat(64), DrafterOptions{.own_context = false}, record.get());
-    const Reply with_copies = drive(request, &copying);
+    const Reply with_copies = drive_with_record(request, plain.tokens);
     EXPECT_EQ(with_copies.tokens, plain.tokens);
     expect_same_logprobs(with_copies.logprobs, plain.logprobs);
     EXPECT_GT(with_copies.counters.copy_landed, 32) << "the record holds this very reply";
@@ -114,13 +120,7 @@ TEST(ConstrainedRounds, ARecordHoldingTheFreeReplyChangesNoConstrainedToken) {
     GenerationRequest free_request = request;
     free_request.constraint = nullptr;
     const Reply free_reply = drive(free_request, nullptr);
-    TempDir dir("constrained-cut");
-    auto record = open_record(dir.path(), false);
-    std::vector<uint32_t> seen(request.prompt.begin(), request.prompt.end());
-    seen.insert(seen.end(), free_reply.tokens.begin(), free_reply.tokens.end());
-    record->add(seen);
-    const Drafter copying(CostCurve::flat(64), DrafterOptions{.own_context = false}, record.get());
-    const Reply with_copies = drive(request, &copying);
+    const Reply with_copies = drive_with_record(request, free_reply.tokens);
     EXPECT_EQ(with_copies.tokens, plain.tokens);
 }
 
@@ -164,13 +164,7 @@ TEST(ConstrainedRounds, AJsonSchemaReplyParsesAndIsTheSameTokensWithCopies) {
 
     const Drafter own(CostCurve::flat(64), DrafterOptions{}, nullptr);
     EXPECT_EQ(drive(request, &own).tokens, plain.tokens);
-    TempDir dir("constrained-json");
-    auto record = open_record(dir.path(), false);
-    std::vector<uint32_t> seen(request.prompt.begin(), request.prompt.end());
-    seen.insert(seen.end(), plain.tokens.begin(), plain.tokens.end());
-    record->add(seen);
-    const Drafter copying(CostCurve::flat(64), DrafterOptions{.own_context = false}, record.get());
-    const Reply with_copies = drive(request, &copying);
+    const Reply with_copies = drive_with_record(request, plain.tokens);
     EXPECT_EQ(with_copies.tokens, plain.tokens);
     expect_same_logprobs(with_copies.logprobs, plain.logprobs);
     EXPECT_GT(with_copies.counters.copy_landed, 0);
