@@ -317,8 +317,8 @@ std::shared_ptr<const engine::Constraint> Router::forced_tool_call(ToolCallForma
     const bool named = parsed.tool_choice.mode == ToolChoice::Mode::function;
     const ForcedToolCall forced = http::forced_tool_call(format, schemas, named ? &parsed.tool_choice.function : nullptr);
     try {
-        return grammar_constraint(engine::Grammar::from_schema(forced.schema_json, forced.prefix, forced.suffix, "tools"));
-    } catch (const engine::GrammarError& e) {
+        return grammar_constraint(grammar::Grammar::from_schema(forced.schema_json, forced.prefix, forced.suffix, "tools"));
+    } catch (const grammar::GrammarError& e) {
         throw bad_request("tools", e.what());
     }
 }
@@ -375,25 +375,25 @@ engine::GenerationRequest Router::generation_request(std::vector<model::TokenId>
     return request;
 }
 
-std::shared_ptr<const engine::Constraint> Router::grammar_constraint(std::shared_ptr<const engine::Grammar> grammar) const {
+std::shared_ptr<const engine::Constraint> Router::grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar) const {
     std::call_once(vocabulary_once_, [this] {
         std::vector<int32_t> ends(options_.eos_token_ids.begin(), options_.eos_token_ids.end());
-        vocabulary_ = std::make_shared<const engine::TokenVocabulary>(engine::TokenMasker::bytes_of(tokenizer_),
+        vocabulary_ = std::make_shared<const grammar::TokenVocabulary>(grammar::TokenMasker::bytes_of(tokenizer_),
                                                                       std::move(ends));
     });
-    return std::make_shared<const engine::GrammarConstraint>(std::move(grammar), vocabulary_);
+    return std::make_shared<const grammar::GrammarConstraint>(std::move(grammar), vocabulary_);
 }
 
 // json_object and json_schema are enforced while sampling (docs/structured-output.md).
 std::shared_ptr<const engine::Constraint> Router::response_constraint(const ResponseFormat& format) const {
     switch (format.type) {
         case ResponseFormat::Type::text: return nullptr;
-        case ResponseFormat::Type::json_object: return grammar_constraint(engine::Grammar::any_json_object());
+        case ResponseFormat::Type::json_object: return grammar_constraint(grammar::Grammar::any_json_object());
         case ResponseFormat::Type::json_schema: break;
     }
     try {
-        return grammar_constraint(engine::Grammar::from_schema(format.schema_json));
-    } catch (const engine::GrammarError& e) {
+        return grammar_constraint(grammar::Grammar::from_schema(format.schema_json));
+    } catch (const grammar::GrammarError& e) {
         throw bad_request("response_format", e.what());
     }
 }

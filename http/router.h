@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "actors/service.h"
-#include "engine/grammar_constraint.h"
+#include "grammar/grammar_constraint.h"
 #include "http/metrics_page.h"
 #include "http/openai_request.h"
 #include "http/server.h"
@@ -72,7 +72,7 @@ private:
     void use_logprobs(Generation& generation, const SamplingFields& sampling) const;
     // The constraint response_format asks for; null for free text.
     std::shared_ptr<const engine::Constraint> response_constraint(const ResponseFormat& format) const;
-    std::shared_ptr<const engine::Constraint> grammar_constraint(std::shared_ptr<const engine::Grammar> grammar) const;
+    std::shared_ptr<const engine::Constraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar) const;
     std::shared_ptr<const engine::Constraint> forced_tool_call(ToolCallFormat format, const ChatRequest& parsed) const;
 
     actors::Service& service_;
@@ -82,7 +82,7 @@ private:
     // The token bytes and masker constrained requests share; built by the
     // first one that needs it, so start-up never pays for it.
     mutable std::once_flag vocabulary_once_;
-    mutable std::shared_ptr<const engine::TokenVocabulary> vocabulary_;
+    mutable std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;
 };
 
 }  // namespace tf::http

@@ -1,5 +1,6 @@
 // The subcommands of the tensorfold executable. Each returns the process exit
-// code and runs on the main thread.
+// code and runs on the main thread. bench-serve and make-workloads live with
+// the other benchmarks (bench/bench_serve.h).
 #pragma once
 
 #include "config/generate_options.h"
@@ -11,7 +12,5 @@ namespace tf::tools {
 int serve_command(const config::ServerConfig& config);
 int tokenize_command(const config::TokenizeOptions& options);
 int generate_command(const config::GenerateOptions& options);
-int bench_serve_command(const config::BenchServeOptions& options);
-int make_workloads_command(const config::MakeWorkloadsOptions& options);
 
 }  // namespace tf::tools

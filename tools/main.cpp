@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_serve.h"
 #include "config/command_line.h"
 #include "config/model_dir.h"
 #include "tools/commands.h"
@@ -21,9 +22,9 @@ int main(int argc, char** argv) {
         case tf::config::Subcommand::serve: return tf::tools::serve_command(parsed.command.serve);
         case tf::config::Subcommand::tokenize: return tf::tools::tokenize_command(parsed.command.tokenize);
         case tf::config::Subcommand::generate: return tf::tools::generate_command(parsed.command.generate);
-        case tf::config::Subcommand::bench_serve: return tf::tools::bench_serve_command(parsed.command.bench_serve);
+        case tf::config::Subcommand::bench_serve: return tf::bench::bench_serve_command(parsed.command.bench_serve);
         case tf::config::Subcommand::make_workloads:
-            return tf::tools::make_workloads_command(parsed.command.make_workloads);
+            return tf::bench::make_workloads_command(parsed.command.make_workloads);
         case tf::config::Subcommand::none: break;
     }
     return 2;

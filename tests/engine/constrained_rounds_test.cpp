@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/grammar_constraint.h"
+#include "grammar/grammar_constraint.h"
 #include "engine/round_driver.h"
 #include "engine_fixture.h"
 #include "tokenizer/tokenizer.h"
@@ -140,15 +140,15 @@ TEST(ConstrainedRounds, LogprobsOfAFreeGreedyReplyNameItsTokenFirst) {
 // of the schema's shape, and it is the same tokens with drafts and copies.
 TEST(ConstrainedRounds, AJsonSchemaReplyParsesAndIsTheSameTokensWithCopies) {
     const tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tinycode_dir());
-    const auto vocabulary = std::make_shared<const TokenVocabulary>(TokenMasker::bytes_of(tok),
+    const auto vocabulary = std::make_shared<const grammar::TokenVocabulary>(grammar::TokenMasker::bytes_of(tok),
                                                                     tinycode().config().eos_token_ids);
-    const auto grammar = Grammar::from_schema(
+    const auto schema = grammar::Grammar::from_schema(
         R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"size":{"type":"integer"},)"
         R"("ok":{"type":"boolean"}},"required":["name","size","ok"],"additionalProperties":false})");
     std::vector<TokenId> prompt;
     for (TokenId id : tok.encode("record = ", false, false)) prompt.push_back(id);
     GenerationRequest request = make_request(prompt, 0.9f, 1.0f, 7, 120);
-    request.constraint = std::make_shared<GrammarConstraint>(grammar, vocabulary);
+    request.constraint = std::make_shared<grammar::GrammarConstraint>(schema, vocabulary);
     request.logprobs = 1;
 
     const Reply plain = drive(request, nullptr);

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "engine/constraint.h"
-#include "engine/grammar.h"
-#include "engine/token_mask.h"
+#include "grammar/grammar.h"
+#include "grammar/token_mask.h"
 
-namespace tf::engine {
+namespace tf::grammar {
 
 struct TokenVocabulary {
     TokenVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_tokens);
@@ -27,16 +27,16 @@ struct TokenVocabulary {
     TokenMasker masker;
 };
 
-class GrammarConstraint final : public Constraint {
+class GrammarConstraint final : public engine::Constraint {
 public:
     GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary)
         : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)) {}
 
-    std::unique_ptr<ConstraintState> start() const override;
+    std::unique_ptr<engine::ConstraintState> start() const override;
 
 private:
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const TokenVocabulary> vocabulary_;
 };
 
-}  // namespace tf::engine
+}  // namespace tf::grammar

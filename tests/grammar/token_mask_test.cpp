@@ -9,11 +9,11 @@
 #include <set>
 #include <string>
 
-#include "engine/grammar.h"
-#include "engine/token_mask.h"
+#include "grammar/grammar.h"
+#include "grammar/token_mask.h"
 #include "tokenizer/tokenizer.h"
 
-namespace tf::engine {
+namespace tf::grammar {
 namespace {
 
 constexpr const char* kIntegerA =
@@ -311,4 +311,4 @@ TEST_F(TinycodeMask, RandomWalksThroughTheMaskSatisfyTheSchema) {
 }
 
 }  // namespace
-}  // namespace tf::engine
+}  // namespace tf::grammar

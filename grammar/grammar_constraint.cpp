@@ -1,20 +1,20 @@
-#include "engine/grammar_constraint.h"
+#include "grammar/grammar_constraint.h"
 
 #include <algorithm>
 
-namespace tf::engine {
+namespace tf::grammar {
 
 TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> ends)
     : bytes(token_bytes), end_tokens(ends), masker(std::move(token_bytes), std::move(ends)) {}
 
 namespace {
 
-class GrammarProgress final : public ConstraintState {
+class GrammarProgress final : public engine::ConstraintState {
 public:
     GrammarProgress(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary)
         : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), state_(grammar_->start()) {}
 
-    std::unique_ptr<ConstraintState> clone() const override { return std::make_unique<GrammarProgress>(*this); }
+    std::unique_ptr<engine::ConstraintState> clone() const override { return std::make_unique<GrammarProgress>(*this); }
 
     void allowed(std::vector<uint64_t>& bits) const override { vocabulary_->masker.allowed(*grammar_, state_, bits); }
 
@@ -36,8 +36,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ConstraintState> GrammarConstraint::start() const {
+std::unique_ptr<engine::ConstraintState> GrammarConstraint::start() const {
     return std::make_unique<GrammarProgress>(grammar_, vocabulary_);
 }
 
-}  // namespace tf::engine
+}  // namespace tf::grammar

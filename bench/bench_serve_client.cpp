@@ -1,4 +1,4 @@
-#include "tools/bench_serve_client.h"
+#include "bench/bench_serve_client.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -8,7 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
-namespace tf::tools {
+namespace tf::bench {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -175,4 +175,4 @@ int Connection::stream(const std::string& target, const std::string& body, const
     return status;
 }
 
-}  // namespace tf::tools
+}  // namespace tf::bench

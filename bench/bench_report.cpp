@@ -1,4 +1,4 @@
-#include "tools/bench_report.h"
+#include "bench/bench_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace tf::tools {
+namespace tf::bench {
 
 namespace {
 
@@ -313,4 +313,4 @@ std::string report_text(const RunReport& report) {
     return out.str();
 }
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -1,8 +1,8 @@
-#include "engine/token_mask.h"
+#include "grammar/token_mask.h"
 
 #include <algorithm>
 
-namespace tf::engine {
+namespace tf::grammar {
 namespace {
 
 // Whole UTF-8 characters, printable, no '"' or '\\': text that a JSON
@@ -181,4 +181,4 @@ bool TokenMasker::allows(const Grammar& grammar, const GrammarState& state, int3
 
 int32_t TokenMasker::vocab_size() const { return static_cast<int32_t>(token_bytes_.size()); }
 
-}  // namespace tf::engine
+}  // namespace tf::grammar

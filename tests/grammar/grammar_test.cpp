@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "engine/grammar.h"
+#include "grammar/grammar.h"
 
-namespace tf::engine {
+namespace tf::grammar {
 namespace {
 
 // The index of the first byte the grammar refuses, or -1 when all pass.
@@ -403,4 +403,4 @@ TEST(GrammarRefusal, IgnoredAnnotationsAreAccepted) {
 }
 
 }  // namespace
-}  // namespace tf::engine
+}  // namespace tf::grammar

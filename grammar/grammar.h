@@ -61,7 +61,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tf::engine {
+namespace tf::grammar {
 
 // The schema could not be turned into a grammar; the message names the
 // field, the keyword and where in the schema it sits.
@@ -141,4 +141,4 @@ private:
     std::unique_ptr<const Program> program_;
 };
 
-}  // namespace tf::engine
+}  // namespace tf::grammar

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/bench_stream.h"
+#include "bench/bench_stream.h"
 
-namespace tf::tools {
+namespace tf::bench {
 
 // The p-th percentile (0..100) of `values`, linearly interpolated between
 // the two nearest ranks (numpy's default). NaN for no values.
@@ -98,4 +98,4 @@ struct RunReport {
 nlohmann::ordered_json report_json(const RunReport& report);
 std::string report_text(const RunReport& report);
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tf::tools {
+namespace tf::bench {
 
 // One workload's measured wave in one run.
 struct RunSample {
@@ -82,4 +82,4 @@ private:
 // The median of `values` (the mean of the middle two for an even count); NaN when empty.
 double median_of(std::vector<double> values);
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -18,16 +18,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/grammar.h"
-#include "engine/token_mask.h"
+#include "grammar/grammar.h"
+#include "grammar/token_mask.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using tf::engine::Grammar;
-using tf::engine::GrammarState;
-using tf::engine::TokenMasker;
+using tf::grammar::Grammar;
+using tf::grammar::GrammarState;
+using tf::grammar::TokenMasker;
 
 struct Case {
     const char* name;

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "tools/recall_report.h"
+#include "bench/recall_report.h"
 
 namespace {
 
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     app.add_option("--svg", svg_path, "Write the chart there");
     CLI11_PARSE(app, argc, argv);
 
-    tf::tools::RecallComparison comparison;
+    tf::bench::RecallComparison comparison;
     for (const std::string& run : runs) {
         const size_t eq = run.find('=');
         if (eq == std::string::npos || eq == 0) {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tf::tools {
+namespace tf::bench {
 
 // Splits a text/event-stream into events. Feed bytes in any pieces; each
 // complete event (ended by a blank line) yields its data, the "data:" lines
@@ -61,4 +61,4 @@ struct ReplyTrace {
 // An "error" object in the stream marks the trace failed.
 bool take_event(ReplyTrace& trace, const std::string& data, double now);
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace tf::tools {
+namespace tf::bench {
 
 struct Url {
     std::string host;
@@ -51,4 +51,4 @@ private:
     std::unique_ptr<State> state_;
 };
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -5,9 +5,9 @@
 
 #include <set>
 
-#include "tools/workloads.h"
+#include "bench/workloads.h"
 
-namespace tf::tools {
+namespace tf::bench {
 namespace {
 
 using nlohmann::json;
@@ -168,4 +168,4 @@ TEST(BenchServeWorkloads, RetypedShareCountsTokensInLongSharedRuns) {
 }
 
 }  // namespace
-}  // namespace tf::tools
+}  // namespace tf::bench

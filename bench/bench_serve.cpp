@@ -19,13 +19,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/bench_report.h"
-#include "tools/bench_serve_client.h"
-#include "tools/bench_stream.h"
-#include "tools/commands.h"
-#include "tools/workloads.h"
+#include "bench/bench_report.h"
+#include "bench/bench_serve.h"
+#include "bench/bench_serve_client.h"
+#include "bench/bench_stream.h"
+#include "bench/workloads.h"
 
-namespace tf::tools {
+namespace tf::bench {
 
 namespace {
 
@@ -430,4 +430,4 @@ int make_workloads_command(const config::MakeWorkloadsOptions& options) {
     return 0;
 }
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -1,4 +1,4 @@
-#include "tools/recall_report.h"
+#include "bench/recall_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace tf::tools {
+namespace tf::bench {
 
 namespace {
 
@@ -207,9 +207,9 @@ std::string RecallComparison::markdown() const {
     return out.str();
 }
 
-}  // namespace tf::tools
+}  // namespace tf::bench
 
-namespace tf::tools {
+namespace tf::bench {
 
 std::string RecallComparison::targets(const std::string& on, const std::string& off) const {
     const std::map<CellKey, Cell> table = cells();
@@ -335,4 +335,4 @@ std::string RecallComparison::svg() const {
     return out.str();
 }
 
-}  // namespace tf::tools
+}  // namespace tf::bench

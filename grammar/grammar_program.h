@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/grammar.h"
+#include "grammar/grammar.h"
 
-namespace tf::engine {
+namespace tf::grammar {
 
 enum class NodeKind : uint8_t {
     literal,   // `text`, byte for byte
@@ -92,4 +92,4 @@ private:
 Grammar::Program compile_schema(std::string_view schema_json, std::string prefix, std::string suffix,
                                 std::string_view field);
 
-}  // namespace tf::engine
+}  // namespace tf::grammar

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/grammar.h"
+#include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
-namespace tf::engine {
+namespace tf::grammar {
 
 class TokenMasker {
 public:
@@ -70,4 +70,4 @@ private:
     std::vector<std::vector<uint64_t>> plain_within_;
 };
 
-}  // namespace tf::engine
+}  // namespace tf::grammar

@@ -1,8 +1,8 @@
-#include "tools/bench_stream.h"
+#include "bench/bench_stream.h"
 
 #include <nlohmann/json.hpp>
 
-namespace tf::tools {
+namespace tf::bench {
 
 std::vector<std::string> SseParser::feed(std::string_view bytes) {
     std::vector<std::string> events;
@@ -99,4 +99,4 @@ bool take_event(ReplyTrace& trace, const std::string& data, double now) {
     return true;
 }
 
-}  // namespace tf::tools
+}  // namespace tf::bench

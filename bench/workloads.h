@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tf::tools {
+namespace tf::bench {
 
 struct WorkloadRequest {
     std::string label;
@@ -74,4 +74,4 @@ double retyped_share(const std::vector<int32_t>& earlier, const std::vector<int3
 // The same on text, for servers without token ids (runs of `run` bytes).
 double retyped_share(const std::string& earlier, const std::string& later, size_t run = 48);
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "tools/recall_report.h"
+#include "bench/recall_report.h"
 
-namespace tf::tools {
+namespace tf::bench {
 namespace {
 
 using nlohmann::json;
@@ -122,4 +122,4 @@ TEST(RecallReport, RefusesWhatIsNotABenchServeReport) {
 }
 
 }  // namespace
-}  // namespace tf::tools
+}  // namespace tf::bench

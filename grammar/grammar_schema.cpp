@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/grammar_program.h"
+#include "grammar/grammar_program.h"
 
-namespace tf::engine {
+namespace tf::grammar {
 
 // ordered_json keeps members in the schema's order, which is the order
 // properties are written in and the text enum/const values are matched as.
@@ -378,4 +378,4 @@ Grammar::Program compile_schema(std::string_view schema_json, std::string prefix
     return b.finish(parts.size() == 1 ? value : b.sequence(std::move(parts)));
 }
 
-}  // namespace tf::engine
+}  // namespace tf::grammar

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "tools/bench_report.h"
-#include "tools/bench_serve_client.h"
-#include "tools/bench_stream.h"
+#include "bench/bench_report.h"
+#include "bench/bench_serve_client.h"
+#include "bench/bench_stream.h"
 
-namespace tf::tools {
+namespace tf::bench {
 namespace {
 
 using nlohmann::json;
@@ -223,4 +223,4 @@ TEST(BenchServeUrl, HostPortAndPrefix) {
 }
 
 }  // namespace
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -1,4 +1,4 @@
-#include "tools/workloads.h"
+#include "bench/workloads.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
-namespace tf::tools {
+namespace tf::bench {
 
 namespace {
 
@@ -427,4 +427,4 @@ Workload build_workload(const std::string& name, const BuildOptions& options, co
     return w;
 }
 
-}  // namespace tf::tools
+}  // namespace tf::bench

@@ -8,14 +8,14 @@
 // finished root records `complete` instead. So nondeterminism (anyOf,
 // optional properties, where a number ends) is a small set of live stacks,
 // never backtracking.
-#include "engine/grammar.h"
+#include "grammar/grammar.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "engine/grammar_program.h"
+#include "grammar/grammar_program.h"
 
-namespace tf::engine {
+namespace tf::grammar {
 namespace {
 
 // Deeper configurations are dropped: they only arise from $ref cycles that
@@ -494,4 +494,4 @@ uint32_t Grammar::plain_text_room(const GrammarState& state) const {
     return room;
 }
 
-}  // namespace tf::engine
+}  // namespace tf::grammar
