@@ -1,9 +1,9 @@
 // bench-model: the CPU backend's forward cost by batch rows M, context and
 // number of streams, on 1 and 2 threads; 512-token prefill and 128-token
 // decode in tokens/s (comparable with llama-bench's pp512 and tg128); next
-// to this machine's memory bandwidth (a read-only sum and a STREAM-style
-// triad) and the decode roofline (weight bytes one step reads / read
-// bandwidth). A Google Benchmark program; after the runs it prints the
+// to this machine's memory bandwidth (read-only sums in two access patterns
+// and a STREAM-style triad) and the decode roofline (weight bytes one step
+// reads / the best read bandwidth). A Google Benchmark program; after the runs it prints the
 // markdown tables that docs/performance.md carries. The kernel path is
 // TF_ISA / TF_ACTIVATIONS as for the server.
 //
@@ -64,9 +64,39 @@ void triad(benchmark::State& state) {
 }
 
 // Reads `range(1)` MiB on `threads` threads and sums it: the bandwidth a
-// decode step can get, since it only reads weights. Each thread walks eight
-// parts of its slice side by side, as the matmul walks eight weight rows:
-// one sequential stream per core leaves DRAM bandwidth unused.
+// decode step can get, since it only reads weights. Two access patterns,
+// since CPUs differ in which one the prefetchers serve best: "read" walks
+// eight far-apart parts of each thread's slice side by side (as a matmul
+// over row-major weights walks eight rows), "stream" reads each slice as one
+// sequential stream with eight independent 16-byte accumulators (as the
+// matmul over tiled weights does). The roofline takes the better.
+void read_stream(benchmark::State& state) {
+    using Lanes = uint64_t __attribute__((vector_size(16)));
+    const int threads = static_cast<int>(state.range(0));
+    const size_t n = (static_cast<size_t>(state.range(1)) << 20) / sizeof(Lanes);
+    std::unique_ptr<Lanes[]> a(new Lanes[n]);
+    std::vector<uint64_t> sums(static_cast<size_t>(threads));
+    on_slices(threads, n, [&](int, size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) a[i] = Lanes{i, i + 1};
+    });
+    for (auto _ : state) {
+        on_slices(threads, n, [&](int t, size_t begin, size_t end) {
+            Lanes s[8] = {};
+            const size_t whole = begin + (end - begin) / 8 * 8;
+            for (size_t i = begin; i < whole; i += 8) {
+                #pragma GCC unroll 8
+                for (int j = 0; j < 8; ++j) s[j] += a[i + j];
+            }
+            Lanes total = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+            sums[t] = total[0] + total[1];
+        });
+        benchmark::DoNotOptimize(sums.data());
+    }
+    size_t read = 0;  // each slice rounded down to whole groups of eight
+    for (int t = 0; t < threads; ++t) read += (n * (t + 1) / threads - n * t / threads) / 8 * 8;
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(read * sizeof(Lanes)));
+}
+
 void read_sum(benchmark::State& state) {
     const int threads = static_cast<int>(state.range(0));
     const size_t n = (static_cast<size_t>(state.range(1)) << 20) / sizeof(uint64_t);
@@ -210,6 +240,7 @@ void print_tables(const TableReporter& r) {
     std::map<std::pair<int, int>, double> bandwidth;  // (MiB per array, threads) -> GB/s
     std::map<std::string, double> seconds;
     std::map<std::pair<int, int>, double> read_bandwidth;  // (MiB, threads) -> GB/s
+    std::map<std::pair<int, int>, double> stream_bandwidth;  // (MiB, threads) -> GB/s
     // NAME/THREADS/MIB/real_time -> (MiB, threads)
     auto size_and_threads = [](const std::string& name, size_t prefix) {
         const size_t slash = name.find('/', prefix);
@@ -220,6 +251,8 @@ void print_tables(const TableReporter& r) {
             bandwidth[size_and_threads(e.name, 6)] = e.bytes_per_second / 1e9;
         } else if (e.name.rfind("read/", 0) == 0) {
             read_bandwidth[size_and_threads(e.name, 5)] = e.bytes_per_second / 1e9;
+        } else if (e.name.rfind("stream/", 0) == 0) {
+            stream_bandwidth[size_and_threads(e.name, 7)] = e.bytes_per_second / 1e9;
         } else {
             seconds[e.name] = e.seconds;
         }
@@ -230,9 +263,13 @@ void print_tables(const TableReporter& r) {
     std::printf("SIMD path: %s, %s activations. Weights read per forward by the matmuls: %.1f MB.\n\n",
                 tf::model::kernels::isa_name(any.isa()), tf::model::kernels::activations_name(any.activations()),
                 weight_bytes / 1e6);
-    std::printf("| read (sum) of | threads | GB/s | decode roofline tok/s (weights / bandwidth) |\n|---|---|---|---|\n");
+    std::printf("| read (sum) of | threads | eight parts, GB/s | one stream, GB/s | best | decode roofline tok/s (weights / best) |\n"
+                "|---|---|---|---|---|---|\n");
     for (auto [key, gbs] : read_bandwidth) {
-        std::printf("| %d MiB | %d | %.1f | %.0f |\n", key.first, key.second, gbs, gbs * 1e9 / weight_bytes);
+        const auto stream = stream_bandwidth.find(key);
+        const double streamed = stream == stream_bandwidth.end() ? 0.0 : stream->second, best = std::max(gbs, streamed);
+        std::printf("| %d MiB | %d | %.1f | %.1f | %.1f | %.0f |\n", key.first, key.second, gbs, streamed, best,
+                    best * 1e9 / weight_bytes);
     }
     std::printf("\n| llama-bench style | 1 thread | 2 threads |\n|---|---|---|\n");
     for (const char* test : {"prefill", "decode"}) {
@@ -291,7 +328,8 @@ int main(int argc, char** argv) {
     int count = static_cast<int>(args.size());
     benchmark::Initialize(&count, args.data());
     // Bandwidth: a DRAM-sized and a cache-sized array, on 1 and 2 threads.
-    for (auto [name, fn, dram_mib, cache_mib] : {std::tuple{"read", &read_sum, 1024, 16}, std::tuple{"triad", &triad, 256, 8}}) {
+    for (auto [name, fn, dram_mib, cache_mib] : {std::tuple{"read", &read_sum, 1024, 16}, std::tuple{"stream", &read_stream, 1024, 16},
+                                                 std::tuple{"triad", &triad, 256, 8}}) {
         benchmark::RegisterBenchmark(name, fn)
             ->ArgsProduct({{1, 2}, {dram_mib, cache_mib}})
             ->UseRealTime()

@@ -1,7 +1,10 @@
 #include "model/weights.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "model/kernels/matmul.h"
 #include "model/load_error.h"
@@ -51,20 +54,40 @@ std::unique_ptr<Weights> Weights::load(const std::string& dir) {
 
 WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols) {
     const TensorView& t = checkpoint_.require(name, {rows, cols});
+    const auto start = std::chrono::steady_clock::now();
+    struct Timer {
+        std::chrono::steady_clock::time_point start;
+        double& total;
+        ~Timer() { total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
+    } timer{start, prepare_ms_};
     WeightMatrix w;
     w.rows = static_cast<int32_t>(rows);
     w.cols = static_cast<int32_t>(cols);
     w.stride = kernels::padded_k(w.cols);
-    if (t.dtype == DType::bf16 && w.stride == w.cols) {
-        w.format = kernels::WeightFormat::bf16;
-        w.data = t.data;  // zero copy: the kernels read the mapping
-        return w;
-    }
     if (t.dtype == DType::bf16) {
-        auto& padded = owned_bf16_.emplace_back(static_cast<size_t>(rows) * w.stride, uint16_t{0});
-        for (int64_t r = 0; r < rows; ++r) std::memcpy(&padded[r * w.stride], t.data + 2 * r * cols, 2 * cols);
-        w.format = kernels::WeightFormat::bf16;
-        w.data = padded.data();
+        const size_t elements = static_cast<size_t>(kernels::tiled_rows(w.rows)) * w.stride;
+        auto* tiled = static_cast<uint16_t*>(std::aligned_alloc(64, elements * 2));
+        if (!tiled) throw LoadError(name + ": out of memory for " + std::to_string(elements * 2) + " bytes of weights");
+        owned_bf16_.emplace_back(tiled);
+        // The padding rows of the last tile, then every real row; tiles go
+        // to threads (first touch of a copy as large as the checkpoint).
+        const size_t first_padding = kernels::tiled_offset(w.rows / kernels::kTileRows * kernels::kTileRows, 0, w.stride);
+        std::memset(tiled + first_padding, 0, (elements - first_padding) * 2);
+        const auto* source = reinterpret_cast<const uint16_t*>(t.data);
+        const int32_t tiles = kernels::tiled_rows(w.rows) / kernels::kTileRows;
+        const int32_t workers = std::clamp<int32_t>(static_cast<int32_t>(elements >> 20), 1,
+                                                    static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
+        auto tile_part = [&](int32_t part) {
+            const int32_t begin = tiles * part / workers * kernels::kTileRows;
+            const int32_t end = std::min(w.rows, tiles * (part + 1) / workers * kernels::kTileRows);
+            if (begin < end) kernels::tile_bf16_rows(source, w.cols, static_cast<size_t>(cols), w.stride, begin, end, tiled);
+        };
+        std::vector<std::thread> helpers;
+        for (int32_t part = 1; part < workers; ++part) helpers.emplace_back(tile_part, part);
+        tile_part(0);
+        for (std::thread& helper : helpers) helper.join();
+        w.format = kernels::WeightFormat::bf16_tiled;
+        w.data = tiled;
         return w;
     }
     auto& split = owned_f32_.emplace_back(static_cast<size_t>(rows) * w.stride, 0.0f);
@@ -132,7 +155,12 @@ void Weights::embed(int32_t token, float* out) const {
 
 size_t Weights::matmul_bytes() const {
     auto bytes = [](const WeightMatrix& m) {
-        return static_cast<size_t>(m.rows) * m.stride * (m.format == kernels::WeightFormat::bf16 ? 2 : 4);
+        switch (m.format) {
+            case kernels::WeightFormat::bf16: return static_cast<size_t>(m.rows) * m.stride * 2;
+            case kernels::WeightFormat::bf16_tiled: return static_cast<size_t>(kernels::tiled_rows(m.rows)) * m.stride * 2;
+            case kernels::WeightFormat::f32_split: return static_cast<size_t>(m.rows) * m.stride * 4;
+        }
+        return size_t{0};
     };
     size_t total = bytes(lm_head_);
     for (const LayerWeights& l : layers_) {

@@ -1,14 +1,15 @@
 // The weights of a Llama-family decoder, checked against ModelConfig and
-// arranged for the CPU kernels. bf16 matrices whose row length is a multiple
-// of 32 stay in the mmap'd checkpoint (no copy); other bf16 matrices are
-// copied with zero-padded rows; f16 and f32 matrices become fp32 in the
-// kernels' pair-split layout (exact: no rounding). Norm weights and biases
-// become fp32 vectors.
+// arranged for the CPU kernels. bf16 matrices are copied once, at load, into
+// the tiled layout the matmul streams (kernels/packing.h, bf16_tiled: the
+// same values, rows padded to whole tiles); f16 and f32 matrices become
+// fp32 in the kernels' pair-split layout (exact: no rounding). Norm weights
+// and biases become fp32 vectors. The embedding is read from the mapping.
 //
 // Thread-safety: immutable after load(); read from any thread.
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,9 @@ public:
     // Bytes of weights one forward pass reads in the matmuls (the decode
     // roofline: these bytes / memory bandwidth).
     size_t matmul_bytes() const;
+    // Milliseconds load() spent rearranging matrices for the kernels (the
+    // bf16 tiling, f16/f32 conversion), inside the whole load time.
+    double prepare_ms() const { return prepare_ms_; }
 
 private:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
@@ -68,7 +72,11 @@ private:
     const float* final_norm_ = nullptr;
     WeightMatrix lm_head_;
     std::vector<std::vector<float>> owned_f32_;
-    std::vector<std::vector<uint16_t>> owned_bf16_;
+    struct FreeDeleter {
+        void operator()(void* p) const { std::free(p); }
+    };
+    std::vector<std::unique_ptr<uint16_t[], FreeDeleter>> owned_bf16_;  // 64-byte aligned tiles
+    double prepare_ms_ = 0;
 };
 
 // IEEE half -> float, exact.

@@ -48,12 +48,14 @@ Activations default_activations(Isa isa);
 Activations parse_activations(const std::string& text, Isa isa);
 
 enum class WeightFormat {
-    bf16,       // natural row-major bf16 (as stored in the checkpoint)
-    f32_split,  // fp32, each 32-column block stored as its 16 even columns then its 16 odd columns
+    bf16,        // natural row-major bf16 (as stored in the checkpoint)
+    bf16_tiled,  // bf16 in tiles of kTileRows rows, in the order the kernel reads them (packing.h)
+    f32_split,   // fp32, each 32-column block stored as its 16 even columns then its 16 odd columns
 };
 
-// A weight matrix W of `rows` output features by `cols` inputs, row-major
-// with `stride` elements per row (a multiple of 32; columns past `cols` are 0).
+// A weight matrix W of `rows` output features by `cols` inputs with `stride`
+// elements per row (a multiple of 32; columns past `cols` are 0): row-major,
+// or for bf16_tiled, tiles of kTileRows rows (rows rounded up, zero-filled).
 struct WeightMatrix {
     const void* data = nullptr;
     WeightFormat format = WeightFormat::bf16;

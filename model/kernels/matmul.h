@@ -25,9 +25,10 @@ namespace tf::model::kernels {
 
 // W[n][k] as fp32, whatever its format (tests and the embedding lookup).
 inline float weight_at(const WeightMatrix& w, int32_t n, int32_t k) {
-    if (w.format == WeightFormat::bf16) {
+    if (w.format == WeightFormat::bf16 || w.format == WeightFormat::bf16_tiled) {
+        const size_t at = w.format == WeightFormat::bf16 ? static_cast<size_t>(n) * w.stride + k : tiled_offset(n, k, w.stride);
         uint16_t bits16;
-        std::memcpy(&bits16, static_cast<const uint16_t*>(w.data) + static_cast<size_t>(n) * w.stride + k, 2);
+        std::memcpy(&bits16, static_cast<const uint16_t*>(w.data) + at, 2);
         uint32_t bits = static_cast<uint32_t>(bits16) << 16;
         float value;
         std::memcpy(&value, &bits, 4);
@@ -61,11 +62,13 @@ struct MatmulJob {
 };
 
 // Runs every job on the M rows of `xs`, packed by kernels.pack_rows (so
-// kernels.row_bytes(K) bytes apart), in one parallel region. Columns go to threads in groups of 8, contiguously across
-// the jobs, so q/k/v (or gate/up) share one fork-join.
+// kernels.row_bytes(K) bytes apart), in one parallel region. Columns go to
+// threads in groups of one weight tile (kTileRows), contiguously across the
+// jobs, so q/k/v (or gate/up) share one fork-join and a thread streams
+// whole tiles.
 inline void matmul(const KernelTable& kernels, ThreadPool& pool, const void* xs, int32_t M,
                    std::initializer_list<MatmulJob> jobs) {
-    constexpr int32_t kGroup = 8;
+    constexpr int32_t kGroup = kTileRows;
     int64_t groups = 0;
     for (const MatmulJob& job : jobs) {
         assert(job.w->stride == jobs.begin()->w->stride);  // one input for all jobs

@@ -57,10 +57,16 @@ struct TestWeights {
     TestWeights(int32_t rows, int32_t cols, WeightFormat format, const std::vector<float>& values) {
         const int32_t stride = kernels::padded_k(cols);
         w = {nullptr, format, rows, cols, stride};
-        if (format == WeightFormat::bf16) {
+        if (format == WeightFormat::bf16 || format == WeightFormat::bf16_tiled) {
             bf16.assign(static_cast<size_t>(rows) * stride, 0);
             for (int32_t r = 0; r < rows; ++r)
                 for (int32_t c = 0; c < cols; ++c) bf16[r * stride + c] = float_to_bf16(values[r * cols + c]);
+            if (format == WeightFormat::bf16_tiled) {
+                // Garbage in the padding rows, which the kernel must never read.
+                std::vector<uint16_t> tiled(static_cast<size_t>(kernels::tiled_rows(rows)) * stride, 0x7FC1);
+                kernels::tile_bf16_rows(bf16.data(), cols, static_cast<size_t>(stride), stride, 0, rows, tiled.data());
+                bf16 = std::move(tiled);
+            }
             w.data = bf16.data();
         } else {
             split.assign(static_cast<size_t>(rows) * stride, 0.0f);

@@ -161,11 +161,35 @@ TEST_P(Precision, IsCloseToTheDoubleReferenceOfItsInputs) {
 INSTANTIATE_TEST_SUITE_P(
     Matmul, Precision,
     ::testing::Combine(::testing::Values(Activations::f32, Activations::bf16),
-                       ::testing::Values(WeightFormat::bf16, WeightFormat::f32_split)),
+                       ::testing::Values(WeightFormat::bf16, WeightFormat::bf16_tiled, WeightFormat::f32_split)),
     [](const auto& info) {
+        const WeightFormat format = std::get<1>(info.param);
         return std::string(activations_name(std::get<0>(info.param))) +
-               (std::get<1>(info.param) == WeightFormat::bf16 ? "_bf16_weights" : "_f32_weights");
+               (format == WeightFormat::bf16         ? "_bf16_weights"
+                : format == WeightFormat::bf16_tiled ? "_bf16_tiled_weights"
+                                                     : "_f32_weights");
     });
+
+// The tiled layout moves weights, not arithmetic: every path gives the very
+// bits of the row-major layout, for partial last tiles and any column range.
+TEST(TiledWeights, GiveTheBitsOfTheRowMajorLayoutOnEveryPath) {
+    for (auto [N, K] : {std::pair{37, 160}, std::pair{8, 32}, std::pair{61, 1000}}) {
+        const auto values = random_floats(static_cast<size_t>(N) * K, 11, 0.5f);
+        Matrix natural(N, K, WeightFormat::bf16, values), tiled(N, K, WeightFormat::bf16_tiled, values);
+        for (int32_t n = 0; n < N; ++n)
+            for (int32_t k = 0; k < K; k += 7) ASSERT_EQ(weight_at(tiled.w, n, k), weight_at(natural.w, n, k));
+        for (Activations activations : {Activations::f32, Activations::bf16}) {
+            for (int32_t M : {1, 2, 5, 16}) {
+                const auto x = random_floats(static_cast<size_t>(M) * K, 12);
+                for (Isa isa : paths_for(activations)) {
+                    const KernelTable& table = kernel_table(isa, activations);
+                    EXPECT_TRUE(testing::bitwise_equal(run(table, x, M, tiled.w, 2), run(table, x, M, natural.w, 1)))
+                        << isa_name(isa) << " " << activations_name(activations) << " N=" << N << " K=" << K << " M=" << M;
+                }
+            }
+        }
+    }
+}
 
 }  // namespace
 }  // namespace tf::model::kernels
