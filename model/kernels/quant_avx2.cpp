@@ -1,0 +1,43 @@
+// The avx2 path of the quantized matmul without VNNI: the u8 x s8 4-way dot
+// as VPMADDUBSW + VPMADDWD, exact for every format here.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+#include "model/kernels/quant_matmul.h"
+#include "model/kernels/vec16_avx2.h"
+
+namespace tf::model::kernels::quant_avx2 {
+
+namespace {
+
+using namespace avx2;  // V16 and its operations
+
+#include "model/kernels/quant_ops_avx2.inc"
+
+inline __m256i dot8(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) { return {dot8(acc.lo, u.lo, s.lo), dot8(acc.hi, u.hi, s.hi)}; }
+// q8_0 as |w| times x with w's sign (VPSIGNB): 128 * 127 * 2 fits int16.
+struct W8 {
+    I8 magnitude, sign;
+};
+inline W8 prep_s8(const I8& w) { return {{_mm256_abs_epi8(w.lo), _mm256_abs_epi8(w.hi)}, w}; }
+inline I32 s8_bias(const I32&) { return zero_i32(); }
+inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) {
+    return dot_u8s8(bias, w.magnitude, {_mm256_sign_epi8(x.lo, w.sign.lo), _mm256_sign_epi8(x.hi, w.sign.hi)});
+}
+
+#include "model/kernels/quant_impl.inc"
+
+}  // namespace
+
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out,
+            int32_t ldo) {
+    quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
+}
+
+}  // namespace tf::model::kernels::quant_avx2

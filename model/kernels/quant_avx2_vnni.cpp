@@ -1,0 +1,41 @@
+// The avx2 path of the quantized matmul with AVX-VNNI: VPDPBUSD ymm. q8_0's
+// signed weights go in offset by 128 and the accumulator starts at -128 *
+// (sum of the 4 activations), as in quant_avx512_vnni.cpp.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+#include "model/kernels/quant_matmul.h"
+#include "model/kernels/vec16_avx2.h"
+
+namespace tf::model::kernels::quant_avx2_vnni {
+
+namespace {
+
+using namespace avx2;  // V16 and its operations
+
+#include "model/kernels/quant_ops_avx2.inc"
+
+inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
+    return {_mm256_dpbusd_avx_epi32(acc.lo, u.lo, s.lo), _mm256_dpbusd_avx_epi32(acc.hi, u.hi, s.hi)};
+}
+using W8 = I8;
+inline W8 prep_s8(const I8& w) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    return {_mm256_xor_si256(w.lo, flip), _mm256_xor_si256(w.hi, flip)};
+}
+inline I32 s8_bias(const I32& sum4) { return neg_shl<7>(sum4); }
+inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) { return dot_u8s8(bias, w, x); }
+
+#include "model/kernels/quant_impl.inc"
+
+}  // namespace
+
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out,
+            int32_t ldo) {
+    quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
+}
+
+}  // namespace tf::model::kernels::quant_avx2_vnni

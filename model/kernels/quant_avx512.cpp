@@ -1,0 +1,45 @@
+// The avx512 path of the quantized matmul without VNNI: the u8 x s8 4-way
+// dot as VPMADDUBSW + VPMADDWD (AVX512-BW), exact for every format here.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+#include "model/kernels/quant_matmul.h"
+#include "model/kernels/vec16_avx512.h"
+
+namespace tf::model::kernels::quant_avx512 {
+
+namespace {
+
+using namespace avx512;  // V16 and its operations
+
+#include "model/kernels/quant_ops_avx512.inc"
+
+inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
+    const __m512i pairs = _mm512_maddubs_epi16(u.v, s.v);
+    return {_mm512_add_epi32(acc.v, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)))};
+}
+// q8_0 as |w| times x with w's sign: 128 * 127 * 2 fits VPMADDUBSW's int16.
+struct W8 {
+    __m512i magnitude;
+    __mmask64 negative;
+};
+inline W8 prep_s8(const I8& w) { return {_mm512_abs_epi8(w.v), _mm512_movepi8_mask(w.v)}; }
+inline I32 s8_bias(const I32&) { return zero_i32(); }
+inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) {
+    const __m512i signed_x = _mm512_mask_sub_epi8(x.v, w.negative, _mm512_setzero_si512(), x.v);
+    return dot_u8s8(bias, I8{w.magnitude}, I8{signed_x});
+}
+
+#include "model/kernels/quant_impl.inc"
+
+}  // namespace
+
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out,
+            int32_t ldo) {
+    quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
+}
+
+}  // namespace tf::model::kernels::quant_avx512

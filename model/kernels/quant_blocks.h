@@ -1,0 +1,138 @@
+// Quantized weight blocks as GGUF stores them (byte for byte), their
+// reference quantizers and dequantizers, and the one layout change the
+// matmul wants at load (q4_k's packed scales unpacked, repack_q4_k).
+//
+// Formats, per block of `elements` weights (fp16 = IEEE half):
+//   q8_0  {fp16 d; int8 qs[32]}                                 x = d*q
+//   q4_0  {fp16 d; uint8 qs[16]}  element j < 16 is the low nibble of qs[j],
+//         element j + 16 its high nibble, both minus 8              x = d*q
+//   q4_k  {fp16 d, dmin; uint8 scales[12]; uint8 qs[128]}: 256 weights in 8
+//         sub-blocks of 32, each with a 6-bit scale sc and 6-bit min m packed
+//         in `scales` (q4k_scale_min); sub-blocks 2i and 2i+1 share
+//         qs[32i..32i+31], 2i in the low nibbles         x = d*sc*q - dmin*m
+//   q6_k  {uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d}: 256
+//         weights in 16 sub-blocks of 16, q = 6 bits from ql (low 4) and qh
+//         (high 2) as q6k_quant lays them out         x = d*scale*(q - 32)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace tf::model::kernels {
+
+enum class QuantType { q8_0, q4_0, q4_k, q6_k };
+
+// "q8_0", "q4_0", "q4_k", "q6_k".
+const char* quant_type_name(QuantType type);
+// The names above (case-insensitive, so GGUF's "Q4_K" too); throws
+// std::invalid_argument naming the accepted ones.
+QuantType parse_quant_type(const std::string& text);
+
+struct BlockQ8_0 {
+    uint16_t d;
+    int8_t qs[32];
+};
+struct BlockQ4_0 {
+    uint16_t d;
+    uint8_t qs[16];
+};
+struct BlockQ4_K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qs[128];
+};
+struct BlockQ6_K {
+    uint8_t ql[128];
+    uint8_t qh[64];
+    int8_t scales[16];
+    uint16_t d;
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// q4_k in the matmul's layout (WeightFormat::q4_k): the same block with its
+// 12 packed scale bytes unpacked into 8 scales and 8 mins, one byte each, so
+// the kernel loads them as a vector instead of unpicking 6-bit fields per
+// block. 148 bytes per 256 weights.
+struct BlockQ4_KUnpacked {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t sc[8];  // sub-block i's scale, 0..63
+    uint8_t m[8];   // sub-block i's min, 0..63
+    uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ4_KUnpacked) == 148);
+
+// Weights per block: 32 for q8_0 and q4_0, 256 for the k-quants.
+int64_t quant_block_elements(QuantType type);
+// Bytes per block in the GGUF layout.
+size_t quant_block_bytes(QuantType type);
+// Bytes of one GGUF row of `cols` weights (cols a multiple of the block).
+size_t quant_row_bytes(QuantType type, int64_t cols);
+
+// x -> blocks, n a multiple of quant_block_elements(type). q8_0 and q4_0
+// compute what ggml's reference quantizers compute; q4_k and q6_k search
+// each sub-block's scale (and q4_k's min) for the least squared error.
+void quantize_row(QuantType type, const float* x, int64_t n, void* out);
+// Blocks (GGUF layout) -> n floats, each d*... rounded as the header says.
+void dequantize_row(QuantType type, const void* blocks, int64_t n, float* out);
+
+// ggml's get_scale_min_k4: sub-block j's 6-bit scale and min out of the 12
+// scale bytes (j < 4: low 6 bits of bytes j and j+4; j >= 4: a nibble of
+// byte j+4 and the top 2 bits of byte j-4, resp. j).
+inline void q4k_scale_min(int j, const uint8_t* scales, uint8_t& sc, uint8_t& m) {
+    if (j < 4) {
+        sc = scales[j] & 63;
+        m = scales[j + 4] & 63;
+    } else {
+        sc = static_cast<uint8_t>((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4));
+        m = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+    }
+}
+
+// q6_k element e (0..255) of a block as its unsigned 6-bit value: each half
+// of 128 takes 64 bytes of ql and 32 of qh; in a half, element 32*g + l
+// (g = 0..3, l < 32) has its low 4 bits in ql[l + 32*(g%2)] (low nibble for
+// g < 2, high for g >= 2) and its high 2 bits at bit 2g of qh[l].
+inline int q6k_quant(const BlockQ6_K& b, int e) {
+    const int half = e / 128, g = (e % 128) / 32, l = e % 32;
+    const uint8_t low = b.ql[64 * half + l + 32 * (g % 2)];
+    const int lo = g < 2 ? (low & 0xF) : (low >> 4);
+    const int hi = (b.qh[32 * half + l] >> (2 * g)) & 3;
+    return lo | (hi << 4);
+}
+
+// GGUF q4_k rows -> the kernel's layout, `blocks` blocks (rows * cols/256).
+void repack_q4_k(const BlockQ4_K* in, int64_t blocks, BlockQ4_KUnpacked* out);
+// Bytes of one row of the kernel's layout for `type` (only q4_k differs).
+size_t quant_kernel_row_bytes(QuantType type, int64_t cols);
+
+// IEEE half <-> float. fp16_to_float is exact; float_to_fp16 rounds to
+// nearest even (overflow to infinity, NaN kept a NaN).
+inline float fp16_to_float(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+    uint32_t bits;
+    if (exponent == 0x1F) {
+        bits = sign | 0x7F800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+        bits = sign;
+    } else {  // subnormal: mantissa * 2^-24, exact in fp32
+        float value = static_cast<float>(mantissa) * 0x1p-24f;
+        std::memcpy(&bits, &value, 4);
+        bits |= sign;
+    }
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+}
+uint16_t float_to_fp16(float value);
+
+}  // namespace tf::model::kernels

@@ -1,0 +1,116 @@
+// The int8 activation packing (one scalar version for every path) and the
+// choice of quantized kernels.
+#include "model/kernels/quant_matmul.h"
+
+#include <cpuid.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace tf::model::kernels {
+
+namespace quant_scalar {
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out, int32_t ldo);
+}
+namespace quant_avx2 {
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out, int32_t ldo);
+}
+namespace quant_avx2_vnni {
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out, int32_t ldo);
+}
+namespace quant_avx512 {
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out, int32_t ldo);
+}
+namespace quant_avx512_vnni {
+void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out, int32_t ldo);
+}
+
+namespace {
+
+// One block of 32: d = amax/127, q = x * (127/amax) rounded to nearest even.
+void quantize_activation_block(const float* x, int32_t valid, int8_t* q, float& d) {
+    float amax = 0.0f;
+    for (int32_t i = 0; i < valid; ++i) amax = std::max(amax, std::fabs(x[i]));
+    d = amax / 127.0f;
+    const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int32_t i = 0; i < 32; ++i) {
+        const float scaled = i < valid ? x[i] * inverse : 0.0f;
+        q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(scaled), -127.0f, 127.0f));
+    }
+}
+
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
+    unsigned r[4] = {};
+    if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
+    return (r[reg] >> bit) & 1;
+}
+
+const QuantKernels kScalar = {Isa::scalar, false, &pack_rows_quant, &quant_scalar::matmul};
+const QuantKernels kAvx2 = {Isa::avx2, false, &pack_rows_quant, &quant_avx2::matmul};
+const QuantKernels kAvx2Vnni = {Isa::avx2, true, &pack_rows_quant, &quant_avx2_vnni::matmul};
+const QuantKernels kAvx512 = {Isa::avx512, false, &pack_rows_quant, &quant_avx512::matmul};
+const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant, &quant_avx512_vnni::matmul};
+
+}  // namespace
+
+size_t quant_activation_row_bytes(int32_t k) {
+    return static_cast<size_t>((k + 63) / 64) * sizeof(QuantActivationPair);
+}
+
+void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed) {
+    assert(k % 32 == 0);
+    const int32_t pairs = (k + 63) / 64;
+    auto* out = static_cast<QuantActivationPair*>(packed);
+    for (int32_t r = 0; r < rows; ++r) {
+        const float* row = x + static_cast<size_t>(r) * ldx;
+        for (int32_t p = 0; p < pairs; ++p) {
+            QuantActivationPair& pair = out[static_cast<size_t>(r) * pairs + p];
+            for (int32_t half = 0; half < 2; ++half) {
+                const int32_t begin = 64 * p + 32 * half;
+                float d = 0.0f;
+                quantize_activation_block(row + std::min(begin, k), std::clamp(k - begin, 0, 32), pair.q + 32 * half, d);
+                for (int32_t l = 0; l < 8; ++l) pair.d[8 * half + l] = d;
+            }
+            for (int32_t l = 0; l < 16; ++l)
+                pair.sum4[l] = pair.q[4 * l] + pair.q[4 * l + 1] + pair.q[4 * l + 2] + pair.q[4 * l + 3];
+        }
+    }
+}
+
+void unpack_row_quant(const void* packed_row, int32_t k, float* x) {
+    const auto* pairs = static_cast<const QuantActivationPair*>(packed_row);
+    for (int32_t i = 0; i < k; ++i) {
+        const QuantActivationPair& pair = pairs[i / 64];
+        x[i] = pair.d[(i % 64) / 4] * static_cast<float>(pair.q[i % 64]);
+    }
+}
+
+bool quant_vnni_supported(Isa isa) {
+    if (!isa_supported(isa)) return false;
+    switch (isa) {
+        case Isa::scalar: return false;
+        case Isa::avx2: return cpuid_bit(7, 1, 0, 4);  // CPUID.(7,1):EAX[4] AVX-VNNI
+        case Isa::avx512:
+        case Isa::avx512_bf16: return cpuid_bit(7, 0, 2, 11);  // CPUID.(7,0):ECX[11] AVX512_VNNI
+    }
+    return false;
+}
+
+const QuantKernels& quant_kernels(Isa isa) { return quant_kernels(isa, quant_vnni_supported(isa)); }
+
+const QuantKernels& quant_kernels(Isa isa, bool vnni) {
+    if (vnni && !quant_vnni_supported(isa))
+        throw std::invalid_argument(std::string("the int8 dot product (VNNI) is not available on the ") +
+                                    isa_name(isa) + " path of this CPU");
+    switch (isa) {
+        case Isa::scalar: return kScalar;
+        case Isa::avx2: return vnni ? kAvx2Vnni : kAvx2;
+        case Isa::avx512:
+        case Isa::avx512_bf16: return vnni ? kAvx512Vnni : kAvx512;
+    }
+    return kScalar;
+}
+
+}  // namespace tf::model::kernels

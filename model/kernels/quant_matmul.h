@@ -1,0 +1,115 @@
+// Matmul over quantized weights (q8_0, q4_0, q4_k, q6_k) with int8
+// activations: y = x W^T, x and y fp32 at the edges.
+//
+// Activations. pack_rows (PackRowsFn) turns each fp32 row of k inputs (k a
+// multiple of 32) into blocks of 32: d = amax/127 of that block and
+// q = round-to-nearest-even(x * (127/amax)) (all 0 when amax == 0). Blocks go
+// in pairs (QuantActivationPair: blocks 2p and 2p+1 of the row, the second
+// all zero when k/32 is odd) with, per 4 consecutive q's, their integer sum
+// (the kernels' zero-point and min terms need it) and the scale repeated per
+// lane. Plain scalar code, the same bits on every path.
+//
+// Weights (WeightMatrix, format q8_0 / q4_0 / q4_k / q6_k): `data` points at
+// `rows` rows of cols/block blocks, `stride` == cols, cols a multiple of the
+// block (32 or 256). q8_0, q4_0 and q6_k are read in their GGUF layout as
+// is; q4_k in BlockQ4_KUnpacked (repack_q4_k in quant_blocks.h, GGUF's block
+// with its 12 packed scale bytes spread out to 8 scales + 8 mins).
+//
+// Order, for every output element out[m][n] (the same on every path, for
+// any M, n range, tile and thread count; the paths are bit-identical):
+//   acc[0..15] = +0. For each block pair p (input elements 64p..64p+63), lane
+//   l (elements 64p+4l..64p+4l+3, i.e. block 2p + l/8):
+//     ip   = the exact integer sum of the 4 products wq*xq, wq the signed
+//            weight quant (q8_0: q; q4_0: q-8; q6_k: q-32; q4_k: q, 0..15)
+//     sw   = the weight's scale for those 4 elements, exact in fp32: fp16 d
+//            (q8_0, q4_0), d*sc (q4_k, q6_k; products of an fp16 and a 6- or
+//            8-bit integer, exact)
+//     acc[l] = fmaf(sw * dx[l], (float)ip, acc[l])     (sw*dx one rounding)
+//     q4_k only, then: mw = dmin*m (exact),
+//     acc[l] = fmaf(mw * dx[l], (float)(-xsum4[l]), acc[l])
+//   where dx[l] is the activation block's d and xsum4[l] the sum of the 4 xq.
+//   A missing odd block (k/32 odd) has q = 0 and d = 0 and still takes the
+//   fmaf. Finally out = reduce16(acc): lanes i + i+8, then i + i+4, i + i+2,
+//   i + i+1 (kernels/vec16_*.h).
+//
+// Paths: scalar (the reference), avx2 (u8 x s8 dot by VPMADDUBSW + VPMADDWD),
+// avx2 with AVX-VNNI (VPDPBUSD ymm), avx512 (BW emulation on zmm) and
+// avx512 with AVX512-VNNI (VPDPBUSD zmm). Every integer partial is exact on
+// all of them (no saturation: |q8 weight| <= 128 against |xq| <= 127 pairs
+// for VPMADDUBSW, 4-bit and 6-bit weights well inside it), so the bits agree.
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "model/kernels/isa.h"
+#include "model/kernels/matmul.h"
+#include "model/kernels/quant_blocks.h"
+#include "model/thread_pool.h"
+
+namespace tf::model::kernels {
+
+// Blocks 2p and 2p+1 of one activation row, 192 bytes.
+struct QuantActivationPair {
+    int8_t q[64];       // block 2p's 32 q's, then block 2p+1's
+    int32_t sum4[16];   // sum4[l] = q[4l] + q[4l+1] + q[4l+2] + q[4l+3]
+    float d[16];        // d[l] = the scale of block 2p + l/8
+};
+static_assert(sizeof(QuantActivationPair) == 192);
+
+// Bytes of one packed activation row of k inputs (k a multiple of 32).
+size_t quant_activation_row_bytes(int32_t k);
+// PackRowsFn: `rows` fp32 rows of k values, ldx apart, into rows of
+// quant_activation_row_bytes(k) bytes each.
+void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
+// Back to fp32 (d * q), for tests and references.
+void unpack_row_quant(const void* packed_row, int32_t k, float* x);
+
+// Whether the CPU has the int8 dot product (VPDPBUSD) for this path: AVX-VNNI
+// for avx2, AVX512-VNNI for avx512 and avx512-bf16; false for scalar.
+bool quant_vnni_supported(Isa isa);
+
+struct QuantKernels {
+    Isa isa = Isa::scalar;  // the vector width; avx512-bf16 uses the avx512 path
+    bool vnni = false;
+    PackRowsFn pack_rows = &pack_rows_quant;
+    MatmulFn matmul = nullptr;  // takes a WeightMatrix of a quantized format only
+
+    size_t row_bytes(int32_t k) const { return quant_activation_row_bytes(k); }
+};
+
+// The quantized kernels for `isa`, with VNNI where the CPU has it.
+const QuantKernels& quant_kernels(Isa isa);
+// Forced: vnni on a CPU without it (or for scalar) throws std::invalid_argument.
+const QuantKernels& quant_kernels(Isa isa, bool vnni);
+
+// The launcher: as kernels::matmul (matmul.h), every job on the M packed
+// rows of `xs`, columns split over threads in groups of 8.
+inline void quant_matmul(const QuantKernels& kernels, ThreadPool& pool, const void* xs, int32_t M,
+                         std::initializer_list<MatmulJob> jobs) {
+    KernelTable table;  // the launcher only calls .matmul
+    table.isa = kernels.isa;
+    table.pack_rows = kernels.pack_rows;
+    table.matmul = kernels.matmul;
+    matmul(table, pool, xs, M, jobs);
+}
+
+// Quantized WeightFormat <-> QuantType.
+inline bool is_quantized(WeightFormat format) {
+    return format == WeightFormat::q8_0 || format == WeightFormat::q4_0 || format == WeightFormat::q4_k ||
+           format == WeightFormat::q6_k;
+}
+inline WeightFormat weight_format(QuantType type) {
+    switch (type) {
+        case QuantType::q8_0: return WeightFormat::q8_0;
+        case QuantType::q4_0: return WeightFormat::q4_0;
+        case QuantType::q4_k: return WeightFormat::q4_k;
+        case QuantType::q6_k: return WeightFormat::q6_k;
+    }
+    return WeightFormat::q8_0;
+}
+
+}  // namespace tf::model::kernels

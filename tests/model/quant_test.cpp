@@ -1,0 +1,319 @@
+// Quantized weights and the int8 matmul: the GGUF block layouts (against
+// blocks llama.cpp wrote and its own dequantization of them), the
+// quantizers' error, the activation packing, every path bit-identical to
+// scalar, rows independent of their batch and of the column split, and the
+// kernel close to a double-precision sum over what it multiplies.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_test_support.h"
+#include "model/kernels/quant_matmul.h"
+#include "test_support.h"
+
+namespace tf::model::kernels {
+namespace {
+
+using testing::random_floats;
+
+constexpr QuantType kTypes[] = {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k};
+
+float bits_to_float(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+uint32_t float_bits(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bits;
+}
+
+// Every quantized path this CPU runs: each vector width, with and without
+// VNNI where it has it (avx512-bf16 runs the avx512 kernels).
+std::vector<const QuantKernels*> runnable_paths() {
+    std::vector<const QuantKernels*> paths;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (!isa_supported(isa)) continue;
+        paths.push_back(&quant_kernels(isa, false));
+        if (quant_vnni_supported(isa)) paths.push_back(&quant_kernels(isa, true));
+    }
+    return paths;
+}
+std::string path_name(const QuantKernels& k) { return std::string(isa_name(k.isa)) + (k.vnni ? "-vnni" : ""); }
+
+// rows x cols weights quantized to `type`, in the kernel's layout.
+struct QuantMatrix {
+    std::vector<uint8_t> gguf, kernel;
+    std::vector<float> dequantized;  // row-major, what the blocks mean
+    WeightMatrix w;
+    QuantMatrix(QuantType type, int32_t rows, int32_t cols, uint32_t seed) {
+        const auto values = random_floats(static_cast<size_t>(rows) * cols, seed, 0.5f);
+        const size_t row_bytes = quant_row_bytes(type, cols);
+        gguf.resize(row_bytes * rows);
+        dequantized.resize(values.size());
+        for (int32_t r = 0; r < rows; ++r) {
+            quantize_row(type, &values[static_cast<size_t>(r) * cols], cols, &gguf[r * row_bytes]);
+            dequantize_row(type, &gguf[r * row_bytes], cols, &dequantized[static_cast<size_t>(r) * cols]);
+        }
+        kernel = gguf;
+        if (type == QuantType::q4_k) {
+            kernel.resize(quant_kernel_row_bytes(type, cols) * rows);
+            repack_q4_k(reinterpret_cast<const BlockQ4_K*>(gguf.data()), static_cast<int64_t>(rows) * cols / 256,
+                        reinterpret_cast<BlockQ4_KUnpacked*>(kernel.data()));
+        }
+        w = {kernel.data(), weight_format(type), rows, cols, cols};
+    }
+};
+
+std::vector<char> pack(const std::vector<float>& x, int32_t M, int32_t K) {
+    std::vector<char> packed(quant_activation_row_bytes(K) * M);
+    pack_rows_quant(x.data(), M, K, K, packed.data());
+    return packed;
+}
+
+// The kernel called directly on columns [n_begin, n_end); other entries
+// keep a marker NaN.
+std::vector<float> run(const QuantKernels& k, const std::vector<char>& xs, int32_t M, const WeightMatrix& w,
+                       int32_t n_begin, int32_t n_end) {
+    std::vector<float> out(static_cast<size_t>(M) * w.rows, bits_to_float(0x7FC0DEADu));
+    k.matmul(xs.data(), M, w, n_begin, n_end, out.data(), w.rows);
+    return out;
+}
+
+TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
+    EXPECT_EQ(quant_block_bytes(QuantType::q8_0), 34u);
+    EXPECT_EQ(quant_block_bytes(QuantType::q4_0), 18u);
+    EXPECT_EQ(quant_block_bytes(QuantType::q4_k), 144u);
+    EXPECT_EQ(quant_block_bytes(QuantType::q6_k), 210u);
+    EXPECT_EQ(quant_block_elements(QuantType::q8_0), 32);
+    EXPECT_EQ(quant_block_elements(QuantType::q6_k), 256);
+    EXPECT_EQ(quant_row_bytes(QuantType::q4_0, 96), 54u);
+    EXPECT_EQ(quant_row_bytes(QuantType::q4_k, 512), 288u);
+    EXPECT_EQ(quant_kernel_row_bytes(QuantType::q4_k, 512), 296u);
+    EXPECT_EQ(quant_kernel_row_bytes(QuantType::q8_0, 64), 68u);
+    EXPECT_EQ(quant_activation_row_bytes(96), 384u);
+}
+
+TEST(QuantBlocks, NamesParseAndPrint) {
+    for (QuantType type : kTypes) EXPECT_EQ(parse_quant_type(quant_type_name(type)), type);
+    EXPECT_EQ(parse_quant_type("Q4_K"), QuantType::q4_k);
+    EXPECT_THROW(parse_quant_type("q5_k"), std::invalid_argument);
+    EXPECT_THROW(quant_kernels(Isa::scalar, true), std::invalid_argument);
+}
+
+TEST(QuantFp16, ConvertsEveryHalfExactlyAndRoundsFloatsToNearestEven) {
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        const float f = fp16_to_float(static_cast<uint16_t>(h));
+        if (std::isnan(f)) {
+            EXPECT_TRUE(std::isnan(fp16_to_float(float_to_fp16(f))));
+        } else {
+            EXPECT_EQ(float_to_fp16(f), h) << h;
+        }
+    }
+    EXPECT_EQ(fp16_to_float(0x3C00), 1.0f);
+    EXPECT_EQ(fp16_to_float(0x0001), 0x1p-24f);
+    EXPECT_EQ(float_to_fp16(1.0f + 0x1p-11f), 0x3C00);                // tie, even stays
+    EXPECT_EQ(float_to_fp16(1.0f + 3 * 0x1p-11f), 0x3C02);            // tie, odd rounds up
+    EXPECT_EQ(float_to_fp16(0x1p-25f), 0x0000);                        // tie to the even zero
+    EXPECT_EQ(float_to_fp16(0x1.8p-24f), 0x0002);                      // 1.5 ulp subnormal -> 2
+    EXPECT_EQ(float_to_fp16(65520.0f), 0x7C00);                        // rounds past the largest half
+    EXPECT_EQ(float_to_fp16(65519.0f), 0x7BFF);
+    EXPECT_EQ(float_to_fp16(-2.0f), 0xC000);
+}
+
+// Blocks from llama.cpp's GGUF files and gguf-py's dequantization of them
+// (tests/fixtures/make_quant_fixture.py): our reading of the layouts.
+TEST(QuantBlocks, DequantizeLlamaCppBlocksAsGgufPyDoes) {
+    std::ifstream file(testing::fixture_path("quant_blocks.json"));
+    ASSERT_TRUE(file) << testing::fixture_path("quant_blocks.json");
+    const auto fixture = nlohmann::json::parse(file);
+    ASSERT_EQ(fixture["cases"].size(), 4u);
+    for (const auto& c : fixture["cases"]) {
+        const QuantType type = parse_quant_type(c["type"].get<std::string>());
+        const std::string hex = c["hex"];
+        std::vector<uint8_t> raw(hex.size() / 2);
+        for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+        const auto bits = c["bits"].get<std::vector<uint32_t>>();
+        ASSERT_EQ(raw.size(), quant_row_bytes(type, static_cast<int64_t>(bits.size())));
+        std::vector<float> ours(bits.size());
+        dequantize_row(type, raw.data(), static_cast<int64_t>(bits.size()), ours.data());
+        int differ = 0;
+        for (size_t i = 0; i < bits.size(); ++i) {
+            const float theirs = bits_to_float(bits[i]);
+            EXPECT_LE(std::fabs(ours[i] - theirs), std::fabs(theirs) * 0x1p-23f) << c["source"] << " element " << i;
+            differ += float_bits(ours[i]) != bits[i];
+        }
+        EXPECT_EQ(differ, 0) << c["source"] << ": elements off by an ulp";
+    }
+}
+
+// ggml's q8_0 and q4_0 quantizers give back the very blocks llama.cpp wrote
+// when fed what those blocks mean (their largest value hits the end of the
+// range exactly, so the scale comes out the same).
+TEST(QuantBlocks, ReferenceQuantizersReproduceLlamaCppBlocks) {
+    std::ifstream file(testing::fixture_path("quant_blocks.json"));
+    const auto fixture = nlohmann::json::parse(file);
+    for (const auto& c : fixture["cases"]) {
+        const QuantType type = parse_quant_type(c["type"].get<std::string>());
+        if (type != QuantType::q8_0 && type != QuantType::q4_0) continue;
+        const auto bits = c["bits"].get<std::vector<uint32_t>>();
+        std::vector<float> values(bits.size());
+        for (size_t i = 0; i < bits.size(); ++i) values[i] = bits_to_float(bits[i]);
+        std::vector<uint8_t> ours(quant_row_bytes(type, static_cast<int64_t>(values.size())));
+        quantize_row(type, values.data(), static_cast<int64_t>(values.size()), ours.data());
+        std::string hex;
+        for (uint8_t b : ours) {
+            char two[3];
+            std::snprintf(two, sizeof two, "%02x", b);
+            hex += two;
+        }
+        EXPECT_EQ(hex, c["hex"].get<std::string>()) << c["source"];
+    }
+}
+
+// Relative RMS error of quantize -> dequantize on uniform values, per type,
+// and no element off by more than its block's step allows.
+TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
+    const double bound[] = {0.006, 0.08, 0.07, 0.02};  // q8_0, q4_0, q4_k, q6_k
+    for (QuantType type : kTypes) {
+        const int64_t n = 256 * 16;
+        const auto x = random_floats(n, 7, 1.0f);
+        std::vector<uint8_t> blocks(quant_row_bytes(type, n));
+        quantize_row(type, x.data(), n, blocks.data());
+        std::vector<float> y(n);
+        dequantize_row(type, blocks.data(), n, y.data());
+        double error = 0, signal = 0, worst = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            error += (x[i] - y[i]) * (x[i] - y[i]);
+            signal += x[i] * x[i];
+            worst = std::max(worst, std::fabs(static_cast<double>(x[i] - y[i])));
+        }
+        EXPECT_LT(std::sqrt(error / signal), bound[static_cast<int>(type)]) << quant_type_name(type);
+        // the coarsest step of the format over a range of 2, plus fp16 scale rounding
+        const double step[] = {2.0 / 254, 2.0 / 15, 2.0 / 15, 2.0 / 63};
+        EXPECT_LT(worst, step[static_cast<int>(type)]) << quant_type_name(type);
+    }
+}
+
+TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithLaneSums) {
+    const int32_t K = 96;  // three blocks: the second pair's second block is padding
+    std::vector<float> x(K, 0.0f);
+    for (int32_t i = 0; i < 32; ++i) x[i] = static_cast<float>(i - 16) / 16.0f;  // amax 1 (at -1)
+    x[33] = -127.0f;  // amax of block 1: its scale is 1 and x * (127/amax) exact
+    x[34] = 0.5f;     // ties go to even: 0
+    x[35] = 1.5f;     // 2
+    x[36] = 2.5f;     // 2
+    // block 2 stays all zero
+    const auto packed = pack(x, 1, K);
+    const auto* pairs = reinterpret_cast<const QuantActivationPair*>(packed.data());
+    EXPECT_EQ(pairs[0].d[0], 1.0f / 127.0f);
+    EXPECT_EQ(pairs[0].q[0], -127);
+    EXPECT_EQ(pairs[0].q[8], static_cast<int8_t>(std::nearbyint(-0.5f * 127.0f)));  // -63.5 -> -64
+    EXPECT_EQ(pairs[0].d[8], 1.0f);
+    EXPECT_EQ(pairs[0].q[33], -127);
+    EXPECT_EQ(pairs[0].q[34], 0);
+    EXPECT_EQ(pairs[0].q[35], 2);
+    EXPECT_EQ(pairs[0].q[36], 2);
+    for (int l = 0; l < 16; ++l)
+        EXPECT_EQ(pairs[0].sum4[l], pairs[0].q[4 * l] + pairs[0].q[4 * l + 1] + pairs[0].q[4 * l + 2] + pairs[0].q[4 * l + 3]);
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(pairs[1].q[i], 0);
+    for (int l = 0; l < 16; ++l) EXPECT_EQ(pairs[1].d[l], 0.0f);
+}
+
+struct Shape {
+    QuantType type;
+    int32_t K;
+};
+// q8_0 and q4_0 with an odd number of blocks (a half-empty last pair) and
+// several super-blocks for the k-quants.
+const Shape kShapes[] = {
+    {QuantType::q8_0, 32},  {QuantType::q8_0, 160}, {QuantType::q8_0, 512}, {QuantType::q4_0, 96},
+    {QuantType::q4_0, 288}, {QuantType::q4_0, 256}, {QuantType::q4_k, 256}, {QuantType::q4_k, 768},
+    {QuantType::q6_k, 256}, {QuantType::q6_k, 768},
+};
+
+TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
+    const auto paths = runnable_paths();
+    const int32_t N = 37;
+    for (const Shape& shape : kShapes) {
+        const QuantMatrix m(shape.type, N, shape.K, 11);
+        for (int32_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
+            const auto xs = pack(random_floats(static_cast<size_t>(M) * shape.K, 12 + M), M, shape.K);
+            for (auto [n_begin, n_end] : {std::pair{0, N}, std::pair{3, 30}}) {
+                const auto reference = run(quant_kernels(Isa::scalar, false), xs, M, m.w, n_begin, n_end);
+                for (const QuantKernels* path : paths)
+                    EXPECT_TRUE(testing::bitwise_equal(run(*path, xs, M, m.w, n_begin, n_end), reference))
+                        << path_name(*path) << " " << quant_type_name(shape.type) << " K=" << shape.K << " M=" << M
+                        << " n=[" << n_begin << "," << n_end << ")";
+            }
+        }
+    }
+}
+
+TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
+    const int32_t M = 19, N = 45;
+    for (const Shape& shape : {Shape{QuantType::q8_0, 160}, Shape{QuantType::q4_0, 96}, Shape{QuantType::q4_k, 512},
+                               Shape{QuantType::q6_k, 256}}) {
+        const QuantMatrix m(shape.type, N, shape.K, 21);
+        const auto x = random_floats(static_cast<size_t>(M) * shape.K, 22);
+        const auto xs = pack(x, M, shape.K);
+        for (const QuantKernels* path : runnable_paths()) {
+            const auto batched = run(*path, xs, M, m.w, 0, N);
+            // the same columns in pieces, and through the threaded launcher
+            std::vector<float> pieces(batched.size());
+            for (auto [b, e] : {std::pair{0, 5}, std::pair{5, 13}, std::pair{13, 40}, std::pair{40, N}})
+                path->matmul(xs.data(), M, m.w, b, e, pieces.data(), N);
+            EXPECT_TRUE(testing::bitwise_equal(pieces, batched)) << path_name(*path);
+            ThreadPool pool(3);
+            std::vector<float> threaded(batched.size());
+            quant_matmul(*path, pool, xs.data(), M, {MatmulJob{&m.w, threaded.data(), N}});
+            EXPECT_TRUE(testing::bitwise_equal(threaded, batched)) << path_name(*path);
+            for (int32_t row = 0; row < M; ++row) {
+                const std::vector<float> one(x.begin() + row * shape.K, x.begin() + (row + 1) * shape.K);
+                EXPECT_TRUE(testing::bitwise_equal(
+                    run(*path, pack(one, 1, shape.K), 1, m.w, 0, N),
+                    std::vector<float>(batched.begin() + row * N, batched.begin() + (row + 1) * N)))
+                    << path_name(*path) << " " << quant_type_name(shape.type) << " row " << row;
+            }
+        }
+    }
+}
+
+// Against sums in double of exactly what the kernel multiplies (the
+// dequantized weights and the dequantized int8 activations): only the fp32
+// rounding of the scales and the accumulation remain.
+TEST(QuantMatmul, IsCloseToTheDoubleReferenceOfItsInputs) {
+    const int32_t M = 6, N = 29;
+    for (const Shape& shape : {Shape{QuantType::q8_0, 1056}, Shape{QuantType::q4_0, 1056},
+                               Shape{QuantType::q4_k, 1024}, Shape{QuantType::q6_k, 1024}}) {
+        const int32_t K = shape.K;
+        const QuantMatrix m(shape.type, N, K, 31);
+        const auto xs = pack(random_floats(static_cast<size_t>(M) * K, 32), M, K);
+        const QuantKernels& fastest = *runnable_paths().back();
+        const auto ours = run(fastest, xs, M, m.w, 0, N);
+        for (int32_t r = 0; r < M; ++r) {
+            std::vector<float> x(K);
+            unpack_row_quant(xs.data() + r * quant_activation_row_bytes(K), K, x.data());
+            for (int32_t n = 0; n < N; ++n) {
+                double sum = 0, magnitude = 0;
+                for (int32_t k = 0; k < K; ++k) {
+                    const double product = static_cast<double>(x[k]) * m.dequantized[static_cast<size_t>(n) * K + k];
+                    sum += product;
+                    magnitude += std::fabs(product);
+                }
+                EXPECT_NEAR(ours[r * N + n], sum, 1e-6 * magnitude + 1e-7)
+                    << quant_type_name(shape.type) << " row " << r << " column " << n;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace tf::model::kernels
