@@ -1,11 +1,13 @@
 #include "model/cpu_backend.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cassert>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
 #include "model/kernels/matmul.h"
+#include "model/kernels/quant_matmul.h"
 #include "model/kernels/rmsnorm.h"
 #include "model/kernels/rope.h"
 #include "model/load_error.h"
@@ -44,7 +46,10 @@ CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::I
 
 CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa,
                        kernels::Activations activations)
-    : weights_(std::move(weights)), kernels_(&kernels::kernel_table(isa, activations)), pool_(threads) {
+    : weights_(std::move(weights)),
+      kernels_(&kernels::kernel_table(isa, activations)),
+      quant_(&kernels::quant_kernels(isa)),
+      pool_(threads) {
     const ModelConfig& c = weights_->config();
     if (!supported_head_dim(c.head_dim)) {
         throw LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
@@ -161,9 +166,8 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
     const bool direct = wanted == outputs;
     if (!direct) grow(logits_, outputs, vocab);
     float* logits = direct ? out.logits.data() : logits_.data();
-    const int32_t stride = kernels::padded_k(hidden);
     grow(normed_, outputs, hidden);
-    grow(split_, outputs, stride);
+    grow_packed(outputs, weights_->lm_head());
     output_rows_.clear();
     for (int32_t m = 0; m < M; ++m) {
         if (!rows[m].want_logits && rows[m].sampler < 0) continue;
@@ -171,8 +175,8 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
                              row_of(normed_, static_cast<int32_t>(output_rows_.size()), hidden));
         output_rows_.push_back(m);
     }
-    kernels_->pack_rows(normed_.data(), outputs, hidden, hidden, split_.data());
-    kernels::matmul(*kernels_, pool_, split_.data(), outputs, {MatmulJob{&weights_->lm_head(), logits, vocab}});
+    pack_for(weights_->lm_head())(normed_.data(), outputs, hidden, hidden, split_.data());
+    run_matmul(outputs, {MatmulJob{&weights_->lm_head(), logits, vocab}});
 
     // Each sampling row is sampled on its own: rows go to threads (a cut
     // over a large vocabulary sorts its candidates, which is worth sharing).
@@ -195,17 +199,43 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
     }
 }
 
-void CpuBackend::norm_and_pack(const float* norm_weight, int32_t M) {
+kernels::PackRowsFn CpuBackend::pack_for(const WeightMatrix& w) const {
+    return kernels::is_quantized(w.format) ? quant_->pack_rows : kernels_->pack_rows;
+}
+
+size_t CpuBackend::packed_row_bytes(const WeightMatrix& w) const {
+    return kernels::is_quantized(w.format) ? quant_->row_bytes(w.cols) : kernels_->row_bytes(w.cols);
+}
+
+void CpuBackend::grow_packed(int32_t rows, const WeightMatrix& w) {
+    const size_t floats = (static_cast<size_t>(rows) * packed_row_bytes(w) + 3) / 4;
+    if (split_.size() < floats) split_.resize(floats);
+}
+
+void CpuBackend::run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob> jobs) {
+    // One input for every job, so one kind of kernel for all of them.
+    const bool quantized = kernels::is_quantized(jobs.begin()->w->format);
+    for ([[maybe_unused]] const kernels::MatmulJob& job : jobs) assert(kernels::is_quantized(job.w->format) == quantized);
+    if (quantized) {
+        kernels::quant_matmul(*quant_, pool_, split_.data(), M, jobs);
+    } else {
+        kernels::matmul(*kernels_, pool_, split_.data(), M, jobs);
+    }
+}
+
+void CpuBackend::norm_and_pack(const float* norm_weight, const WeightMatrix& consumer, int32_t M) {
     const ModelConfig& c = config();
     const int32_t hidden = c.hidden_size;
-    const size_t packed_row = kernels_->row_bytes(hidden);
+    const size_t packed_row = packed_row_bytes(consumer);
+    const kernels::PackRowsFn pack = pack_for(consumer);
+    grow_packed(M, consumer);
     // Rows go to threads: at prefill sizes these serial per-row sums would
     // otherwise be the part of a forward that a second thread cannot share.
     pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
         for (int64_t m = begin; m < end; ++m) {
             float* normed = normed_.data() + m * hidden;
             kernels::rmsnorm_row(x_.data() + m * hidden, norm_weight, hidden, c.rms_norm_eps, normed);
-            kernels_->pack_rows(normed, 1, hidden, hidden, reinterpret_cast<char*>(split_.data()) + m * packed_row);
+            pack(normed, 1, hidden, hidden, reinterpret_cast<char*>(split_.data()) + m * packed_row);
         }
     });
 }
@@ -215,19 +245,16 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     const auto M = static_cast<int32_t>(rows.size());
     const int32_t hidden = c.hidden_size, head_dim = c.head_dim, half = head_dim / 2;
     const int32_t q_dim = c.num_heads * head_dim, kv_dim = c.num_kv_heads * head_dim;
-    const int32_t stride = kernels::padded_k(hidden);
     grow(normed_, M, hidden);
-    grow(split_, M, std::max(stride, kernels::padded_k(q_dim)));
     grow(q_, M, q_dim);
     grow(k_, M, kv_dim);
     grow(v_, M, kv_dim);
     grow(attn_, M, q_dim);
     grow(out_, M, hidden);
 
-    norm_and_pack(l.attn_norm, M);
-    kernels::matmul(*kernels_, pool_, split_.data(), M,
-                    {MatmulJob{&l.wq, q_.data(), q_dim}, MatmulJob{&l.wk, k_.data(), kv_dim},
-                     MatmulJob{&l.wv, v_.data(), kv_dim}});
+    norm_and_pack(l.attn_norm, l.wq, M);
+    run_matmul(M, {MatmulJob{&l.wq, q_.data(), q_dim}, MatmulJob{&l.wk, k_.data(), kv_dim},
+                   MatmulJob{&l.wv, v_.data(), kv_dim}});
     add_bias(q_.data(), l.q_bias, M, q_dim);
     add_bias(k_.data(), l.k_bias, M, kv_dim);
     add_bias(v_.data(), l.v_bias, M, kv_dim);
@@ -263,8 +290,9 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     kernels::attention(*kernels_, pool_, q_.data(), M, attention_rows_.data(), c.num_heads, c.num_kv_heads, head_dim,
                        scale, attn_.data(), scores_);
 
-    kernels_->pack_rows(attn_.data(), M, q_dim, q_dim, split_.data());
-    kernels::matmul(*kernels_, pool_, split_.data(), M, {MatmulJob{&l.wo, out_.data(), hidden}});
+    grow_packed(M, l.wo);
+    pack_for(l.wo)(attn_.data(), M, q_dim, q_dim, split_.data());
+    run_matmul(M, {MatmulJob{&l.wo, out_.data(), hidden}});
     add_bias(out_.data(), l.o_bias, M, hidden);
     for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
 }
@@ -274,16 +302,16 @@ void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
     const int32_t hidden = c.hidden_size, inter = c.intermediate_size;
     grow(gate_, M, inter);
     grow(up_, M, inter);
-    grow(split_, M, std::max(kernels::padded_k(hidden), kernels::padded_k(inter)));
 
-    norm_and_pack(l.mlp_norm, M);
-    kernels::matmul(*kernels_, pool_, split_.data(), M,
-                    {MatmulJob{&l.w_gate, gate_.data(), inter}, MatmulJob{&l.w_up, up_.data(), inter}});
+    norm_and_pack(l.mlp_norm, l.w_gate, M);
+    run_matmul(M, {MatmulJob{&l.w_gate, gate_.data(), inter}, MatmulJob{&l.w_up, up_.data(), inter}});
     // silu(gate) * up, then the packed copy for down_proj: per row, so rows
     // go to threads. The exps are the attention's exp16, 16 at a time (the
     // same bits on every path; std::exp one by one was a tenth of a 16-row
     // forward).
-    const size_t packed_row = kernels_->row_bytes(inter);
+    grow_packed(M, l.w_down);
+    const size_t packed_row = packed_row_bytes(l.w_down);
+    const kernels::PackRowsFn pack = pack_for(l.w_down);
     const size_t padded = static_cast<size_t>(inter + 15) / 16 * 16;
     pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
         thread_local std::vector<float> e;
@@ -294,23 +322,23 @@ void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
             for (int32_t i = 0; i < inter; ++i) e[i] = -g[i];
             kernels_->exp16_values(e.data(), padded, e.data());
             for (int32_t i = 0; i < inter; ++i) g[i] = g[i] / (1.0f + e[i]) * u[i];
-            kernels_->pack_rows(g, 1, inter, inter, reinterpret_cast<char*>(split_.data()) + m * packed_row);
+            pack(g, 1, inter, inter, reinterpret_cast<char*>(split_.data()) + m * packed_row);
         }
     });
-    kernels::matmul(*kernels_, pool_, split_.data(), M, {MatmulJob{&l.w_down, out_.data(), hidden}});
+    run_matmul(M, {MatmulJob{&l.w_down, out_.data(), hidden}});
     for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
 }
 
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
-                                             kernels::Activations activations) {
-    return std::make_unique<CpuBackend>(Weights::load(dir), threads, isa, activations);
+                                             kernels::Activations activations, const WeightOptions& weights) {
+    return std::make_unique<CpuBackend>(Weights::load(dir, weights), threads, isa, activations);
 }
 
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa) {
     return load_cpu_backend(dir, threads, isa, kernels::default_activations(isa));
 }
 
-std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads) {
+std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights) {
     // Both are checked before any weight is read.
     const char* forced_isa = std::getenv("TF_ISA");
     const char* forced_activations = std::getenv("TF_ACTIVATIONS");
@@ -326,7 +354,7 @@ std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads) {
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("TF_ACTIVATIONS: ") + e.what());
     }
-    return load_cpu_backend(dir, threads, isa, activations);
+    return load_cpu_backend(dir, threads, isa, activations, weights);
 }
 
 }  // namespace tf::model

@@ -12,7 +12,9 @@
 // Thread-safety: as Backend: one caller at a time; forward() uses the pool.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +22,8 @@
 #include "model/backend.h"
 #include "model/kernels/attention.h"
 #include "model/kernels/isa.h"
+#include "model/kernels/matmul.h"
+#include "model/kernels/quant_matmul.h"
 #include "model/kv_cache.h"
 #include "model/thread_pool.h"
 #include "model/weights.h"
@@ -43,6 +47,8 @@ public:
     using Backend::forward;
 
     kernels::Isa isa() const { return kernels_->isa; }
+    // Whether the quantized kernels use VPDPBUSD (only quantized weights use them).
+    bool int8_dot_product() const { return quant_->vnni; }
     kernels::Activations activations() const { return kernels_->activations; }
     int threads() const { return pool_.size(); }
     const Weights& weights() const { return *weights_; }
@@ -53,11 +59,20 @@ private:
     void check_rows(std::span<const Row> rows, size_t samplers);
     void attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows);
     void mlp_block(const LayerWeights& l, int32_t rows);
-    // normed_ := RMSNorm(x_) with `norm_weight`, and split_ := its packed rows.
-    void norm_and_pack(const float* norm_weight, int32_t rows);
+    // How `w`'s kernel wants its input rows packed, and their size: the
+    // float path's layout, or int8 blocks for a quantized matrix.
+    kernels::PackRowsFn pack_for(const WeightMatrix& w) const;
+    size_t packed_row_bytes(const WeightMatrix& w) const;
+    void grow_packed(int32_t rows, const WeightMatrix& w);
+    // The jobs (all float or all quantized) on the M rows packed in split_.
+    void run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob> jobs);
+    // normed_ := RMSNorm(x_) with `norm_weight`, and split_ := its rows
+    // packed for `consumer` (the first matrix that reads them).
+    void norm_and_pack(const float* norm_weight, const WeightMatrix& consumer, int32_t rows);
 
     std::unique_ptr<Weights> weights_;
     const kernels::KernelTable* kernels_;
+    const kernels::QuantKernels* quant_;
     ThreadPool pool_;
     std::vector<float> inv_freq_;
     std::unordered_map<StreamId, std::unique_ptr<KvCache>> streams_;
@@ -75,10 +90,11 @@ private:
 // backend. threads: 0 = every core. The SIMD path is kernels::best_isa()
 // unless TF_ISA (avx512-bf16, avx512, avx2, scalar) says otherwise, and the
 // activations its default unless TF_ACTIVATIONS (f32, bf16) says otherwise.
-// Throws LoadError, or std::invalid_argument for a path this CPU lacks.
-std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads);
+// `weights` may ask for quantized weights (Weights::load). Throws LoadError,
+// or std::invalid_argument for a path this CPU lacks.
+std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights = {});
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa);
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
-                                             kernels::Activations activations);
+                                             kernels::Activations activations, const WeightOptions& weights = {});
 
 }  // namespace tf::model

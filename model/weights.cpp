@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "model/kernels/matmul.h"
+#include "model/kernels/quant_matmul.h"
 #include "model/load_error.h"
 
 namespace tf::model {
@@ -47,9 +48,78 @@ float element(const TensorView& t, size_t i) {
 
 }  // namespace
 
-std::unique_ptr<Weights> Weights::load(const std::string& dir) {
+std::unique_ptr<Weights> Weights::load(const std::string& dir, const WeightOptions& options) {
     ModelConfig config = load_model_config(dir);
-    return load(config, Checkpoint::open(dir));
+    return load(config, Checkpoint::open(dir), options);
+}
+
+namespace {
+
+// Runs fn(begin, end) over [0, count) cut into one part per core, on
+// threads of its own: load() runs before the backend's pool exists, and
+// its copies are as large as the checkpoint.
+template <class Fn>
+void on_every_core(int64_t count, int64_t grain, Fn&& fn) {
+    const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const int64_t parts = std::clamp<int64_t>(count / std::max<int64_t>(grain, 1), 1, cores);
+    auto part = [&](int64_t p) { fn(count * p / parts, count * (p + 1) / parts); };
+    std::vector<std::thread> helpers;
+    for (int64_t p = 1; p < parts; ++p) helpers.emplace_back(part, p);
+    part(0);
+    for (std::thread& helper : helpers) helper.join();
+}
+
+uint8_t* aligned_bytes(size_t bytes, const std::string& name) {
+    void* memory = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!memory) throw LoadError(name + ": out of memory for " + std::to_string(bytes) + " bytes of weights");
+    return static_cast<uint8_t*>(memory);
+}
+
+}  // namespace
+
+void Weights::report_progress(const std::string& what) {
+    ++matrices_done_;
+    if (!options_.progress) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double running = std::chrono::duration<double>(now - load_start_).count();
+    if (running < 3.0 || std::chrono::duration<double>(now - last_progress_).count() < 2.0) return;
+    last_progress_ = now;
+    const int32_t total = 7 * config_.num_layers + 1;
+    char line[256];
+    std::snprintf(line, sizeof line, "quantizing to %s: matrix %d of %d (%s), %.1f s",
+                  kernels::quant_type_name(*options_.quantize), std::min(matrices_done_, total), total, what.c_str(),
+                  running);
+    options_.progress(line);
+}
+
+WeightMatrix Weights::quantized_matrix(const TensorView& t, kernels::QuantType type, int32_t rows, int32_t cols) {
+    const size_t row_bytes = kernels::quant_kernel_row_bytes(type, cols);
+    uint8_t* data = aligned_bytes(row_bytes * static_cast<size_t>(rows), t.name);
+    owned_.emplace_back(data);
+    const size_t gguf_row_bytes = kernels::quant_row_bytes(type, cols);
+    on_every_core(rows, 16, [&](int64_t begin, int64_t end) {
+        std::vector<float> row(static_cast<size_t>(cols));
+        std::vector<uint8_t> gguf(type == kernels::QuantType::q4_k ? gguf_row_bytes : 0);
+        for (int64_t r = begin; r < end; ++r) {
+            for (int32_t c = 0; c < cols; ++c) row[c] = element(t, static_cast<size_t>(r) * cols + c);
+            uint8_t* out = data + static_cast<size_t>(r) * row_bytes;
+            if (type == kernels::QuantType::q4_k) {
+                // GGUF's block first, then the kernel's unpacked scales.
+                kernels::quantize_row(type, row.data(), cols, gguf.data());
+                kernels::repack_q4_k(reinterpret_cast<const kernels::BlockQ4_K*>(gguf.data()), cols / 256,
+                                     reinterpret_cast<kernels::BlockQ4_KUnpacked*>(out));
+            } else {
+                kernels::quantize_row(type, row.data(), cols, out);
+            }
+        }
+    });
+    WeightMatrix w;
+    w.data = data;
+    w.format = kernels::weight_format(type);
+    w.rows = rows;
+    w.cols = cols;
+    w.stride = cols;
+    return w;
 }
 
 WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols) {
@@ -60,32 +130,37 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
         double& total;
         ~Timer() { total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
     } timer{start, prepare_ms_};
+    const std::string dtype = dtype_name(t.dtype);
+    if (source_dtype_.find(dtype) == std::string::npos) source_dtype_ += (source_dtype_.empty() ? "" : "+") + dtype;
+    if (options_.quantize) {
+        kernels::QuantType type = *options_.quantize;
+        if (cols % kernels::quant_block_elements(type) != 0 && cols % 32 == 0) {
+            type = kernels::QuantType::q8_0;
+            ++fallback_q8_0_;
+        }
+        report_progress(name);
+        if (cols % 32 == 0) return quantized_matrix(t, type, static_cast<int32_t>(rows), static_cast<int32_t>(cols));
+        ++fallback_bf16_;
+    }
     WeightMatrix w;
     w.rows = static_cast<int32_t>(rows);
     w.cols = static_cast<int32_t>(cols);
     w.stride = kernels::padded_k(w.cols);
     if (t.dtype == DType::bf16) {
         const size_t elements = static_cast<size_t>(kernels::tiled_rows(w.rows)) * w.stride;
-        auto* tiled = static_cast<uint16_t*>(std::aligned_alloc(64, elements * 2));
-        if (!tiled) throw LoadError(name + ": out of memory for " + std::to_string(elements * 2) + " bytes of weights");
-        owned_bf16_.emplace_back(tiled);
+        auto* tiled = reinterpret_cast<uint16_t*>(aligned_bytes(elements * 2, name));
+        owned_.emplace_back(reinterpret_cast<uint8_t*>(tiled));
         // The padding rows of the last tile, then every real row; tiles go
         // to threads (first touch of a copy as large as the checkpoint).
         const size_t first_padding = kernels::tiled_offset(w.rows / kernels::kTileRows * kernels::kTileRows, 0, w.stride);
         std::memset(tiled + first_padding, 0, (elements - first_padding) * 2);
         const auto* source = reinterpret_cast<const uint16_t*>(t.data);
         const int32_t tiles = kernels::tiled_rows(w.rows) / kernels::kTileRows;
-        const int32_t workers = std::clamp<int32_t>(static_cast<int32_t>(elements >> 20), 1,
-                                                    static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
-        auto tile_part = [&](int32_t part) {
-            const int32_t begin = tiles * part / workers * kernels::kTileRows;
-            const int32_t end = std::min(w.rows, tiles * (part + 1) / workers * kernels::kTileRows);
-            if (begin < end) kernels::tile_bf16_rows(source, w.cols, static_cast<size_t>(cols), w.stride, begin, end, tiled);
-        };
-        std::vector<std::thread> helpers;
-        for (int32_t part = 1; part < workers; ++part) helpers.emplace_back(tile_part, part);
-        tile_part(0);
-        for (std::thread& helper : helpers) helper.join();
+        on_every_core(tiles, (1 << 20) / (kernels::kTileRows * w.stride), [&](int64_t begin, int64_t end) {
+            const auto first = static_cast<int32_t>(begin) * kernels::kTileRows;
+            const int32_t last = std::min(w.rows, static_cast<int32_t>(end) * kernels::kTileRows);
+            if (first < last) kernels::tile_bf16_rows(source, w.cols, static_cast<size_t>(cols), w.stride, first, last, tiled);
+        });
         w.format = kernels::WeightFormat::bf16_tiled;
         w.data = tiled;
         return w;
@@ -108,9 +183,11 @@ const float* Weights::vector(const std::string& name, int64_t size) {
     return values.data();
 }
 
-std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint checkpoint) {
+std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint checkpoint, const WeightOptions& options) {
     auto w = std::unique_ptr<Weights>(new Weights());
     w->config_ = config;
+    w->options_ = options;
+    w->load_start_ = w->last_progress_ = std::chrono::steady_clock::now();
     w->checkpoint_ = std::move(checkpoint);
     const ModelConfig& c = w->config_;
     const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim,
@@ -159,6 +236,10 @@ size_t Weights::matmul_bytes() const {
             case kernels::WeightFormat::bf16: return static_cast<size_t>(m.rows) * m.stride * 2;
             case kernels::WeightFormat::bf16_tiled: return static_cast<size_t>(kernels::tiled_rows(m.rows)) * m.stride * 2;
             case kernels::WeightFormat::f32_split: return static_cast<size_t>(m.rows) * m.stride * 4;
+            case kernels::WeightFormat::q8_0: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q8_0, m.cols);
+            case kernels::WeightFormat::q4_0: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q4_0, m.cols);
+            case kernels::WeightFormat::q4_k: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q4_k, m.cols);
+            case kernels::WeightFormat::q6_k: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q6_k, m.cols);
         }
         return size_t{0};
     };
@@ -167,6 +248,29 @@ size_t Weights::matmul_bytes() const {
         for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) total += bytes(*m);
     }
     return total;
+}
+
+std::string Weights::summary() const {
+    char text[320];
+    const double mib = static_cast<double>(matmul_bytes()) / (1 << 20);
+    if (!options_.quantize) {
+        std::snprintf(text, sizeof text, "%s weights %.0f MiB (%s in %.0f ms)", source_dtype_.c_str(), mib,
+                      source_dtype_ == "bf16" ? "tiled" : "converted", prepare_ms_);
+        return text;
+    }
+    const char* type = kernels::quant_type_name(*options_.quantize);
+    std::snprintf(text, sizeof text, "%s weights %.0f MiB (quantized from %s in %.1f s", type, mib, source_dtype_.c_str(),
+                  prepare_ms_ / 1e3);
+    std::string out = text;
+    if (fallback_q8_0_ > 0) {
+        out += "; " + std::to_string(fallback_q8_0_) + " matri" + (fallback_q8_0_ == 1 ? "x" : "ces") +
+               " q8_0: rows not a multiple of " + std::to_string(kernels::quant_block_elements(*options_.quantize));
+    }
+    if (fallback_bf16_ > 0) {
+        out += "; " + std::to_string(fallback_bf16_) + " matri" + (fallback_bf16_ == 1 ? "x" : "ces") +
+               " unquantized: rows not a multiple of 32";
+    }
+    return out + ")";
 }
 
 }  // namespace tf::model

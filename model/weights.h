@@ -5,16 +5,26 @@
 // fp32 in the kernels' pair-split layout (exact: no rounding). Norm weights
 // and biases become fp32 vectors. The embedding is read from the mapping.
 //
+// With WeightOptions::quantize every matmul weight (lm_head included) is
+// quantized at load instead, from whatever the checkpoint holds, into the
+// GGUF block layout the quantized kernels read (kernels/quant_blocks.h); a
+// matrix whose rows do not split into that type's blocks takes q8_0 (rows
+// a multiple of 32) or stays bf16, and summary() says how many did.
+//
 // Thread-safety: immutable after load(); read from any thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/kernels/isa.h"
+#include "model/kernels/quant_blocks.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
 
@@ -40,11 +50,20 @@ struct LayerWeights {
     WeightMatrix w_down;               // (hidden, intermediate)
 };
 
+struct WeightOptions {
+    std::optional<kernels::QuantType> quantize;  // absent: bf16 (tiled), or fp32 for f16/f32 checkpoints
+    // Called from load() every few seconds of a load that has run more than
+    // a few seconds, with a line saying how far it is (a quantizing load of
+    // a large model takes a while); may be empty.
+    std::function<void(const std::string& line)> progress;
+};
+
 class Weights {
 public:
     // DIR/config.json (+ generation_config.json) and DIR's safetensors.
-    static std::unique_ptr<Weights> load(const std::string& dir);
-    static std::unique_ptr<Weights> load(const ModelConfig& config, Checkpoint checkpoint);
+    static std::unique_ptr<Weights> load(const std::string& dir, const WeightOptions& options = {});
+    static std::unique_ptr<Weights> load(const ModelConfig& config, Checkpoint checkpoint,
+                                         const WeightOptions& options = {});
 
     const ModelConfig& config() const { return config_; }
     const std::vector<LayerWeights>& layers() const { return layers_; }
@@ -60,9 +79,17 @@ public:
     // Milliseconds load() spent rearranging matrices for the kernels (the
     // bf16 tiling, f16/f32 conversion), inside the whole load time.
     double prepare_ms() const { return prepare_ms_; }
+    // The weights as the startup line states them, e.g. "bf16 weights
+    // 1137 MiB, tiled in 310 ms" or "q8_0 weights 604 MiB, quantized from
+    // bf16 in 2.1 s (2 matrices q8_0: rows not a multiple of 256)".
+    std::string summary() const;
+    // The type --quantize asked for, if any.
+    const std::optional<kernels::QuantType>& quantized() const { return options_.quantize; }
 
 private:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
+    WeightMatrix quantized_matrix(const TensorView& t, kernels::QuantType type, int32_t rows, int32_t cols);
+    void report_progress(const std::string& what);
     const float* vector(const std::string& name, int64_t size);
 
     ModelConfig config_;
@@ -75,8 +102,14 @@ private:
     struct FreeDeleter {
         void operator()(void* p) const { std::free(p); }
     };
-    std::vector<std::unique_ptr<uint16_t[], FreeDeleter>> owned_bf16_;  // 64-byte aligned tiles
+    std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> owned_;  // 64-byte aligned: bf16 tiles, quantized rows
     double prepare_ms_ = 0;
+    WeightOptions options_;
+    std::string source_dtype_;   // the checkpoint's matrix dtype(s), for summary()
+    int32_t fallback_q8_0_ = 0;  // matrices that took q8_0 instead of a k-quant
+    int32_t fallback_bf16_ = 0;  // matrices left unquantized (rows not a multiple of 32)
+    int32_t matrices_done_ = 0;
+    std::chrono::steady_clock::time_point load_start_, last_progress_;
 };
 
 // IEEE half -> float, exact.
