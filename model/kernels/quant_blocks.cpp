@@ -120,7 +120,7 @@ void quantize_q4_k(const float* x, BlockQ4_K& b) {
 void quantize_q6_k(const float* x, BlockQ6_K& b) {
     // Each sub-block of 16: the scale that maps its largest-magnitude value
     // to -32 (the full side of -32..31), refined by trying nearby ones.
-    float scale[16], max_scale = 0.0f, max_abs_scale = 0.0f;
+    float scale[16], max_abs_scale = 0.0f;
     for (int s = 0; s < 16; ++s) {
         const float* v = x + 16 * s;
         float amax = 0.0f, max = 0.0f;
@@ -144,13 +144,9 @@ void quantize_q6_k(const float* x, BlockQ6_K& b) {
             }
         }
         scale[s] = best;
-        if (std::fabs(best) > max_abs_scale) {
-            max_abs_scale = std::fabs(best);
-            max_scale = best;
-        }
+        max_abs_scale = std::max(max_abs_scale, std::fabs(best));
     }
     b.d = float_to_fp16(max_abs_scale / 127.0f);
-    (void)max_scale;
     const float d = fp16_to_float(b.d);
     std::memset(b.ql, 0, sizeof b.ql);
     std::memset(b.qh, 0, sizeof b.qh);

@@ -26,7 +26,8 @@
 //            8-bit integer, exact)
 //     acc[l] = fmaf(sw * dx[l], (float)ip, acc[l])     (sw*dx one rounding)
 //     q4_k only, then: mw = dmin*m (exact),
-//     acc[l] = fmaf(mw * dx[l], (float)(-xsum4[l]), acc[l])
+//     acc[l] = fmaf(mw, dx[l] * (float)(-xsum4[l]), acc[l])  (one rounding
+//            in the product, which depends on the row only)
 //   where dx[l] is the activation block's d and xsum4[l] the sum of the 4 xq.
 //   A missing odd block (k/32 odd) has q = 0 and d = 0 and still takes the
 //   fmaf. Finally out = reduce16(acc): lanes i + i+8, then i + i+4, i + i+2,

@@ -113,6 +113,18 @@ inline V16 quad_scale(float a, float b, float c, float d) {
     return v;
 }
 inline float half(uint16_t h) { return fp16_to_float(h); }
+// q4_k's per-lane scale and min for pair j (sub-blocks 2j, 2j+1), and
+// q6_k's per-lane scale for pair j (sub-blocks 4j..4j+3): exact products.
+inline void q4k_scales(const BlockQ4_KUnpacked& b, int j, V16& scale, V16& min) {
+    const float d = half(b.d), dmin = half(b.dmin);
+    scale = pair_scale(d * b.sc[2 * j], d * b.sc[2 * j + 1]);
+    min = pair_scale(dmin * b.m[2 * j], dmin * b.m[2 * j + 1]);
+}
+inline V16 q6k_scale(const BlockQ6_K& b, int j) {
+    const float d = half(b.d);
+    const int8_t* sc = b.scales + 4 * j;
+    return quad_scale(d * sc[0], d * sc[1], d * sc[2], d * sc[3]);
+}
 
 constexpr int kRowTile = 2, kColTile = 2;
 
