@@ -51,6 +51,17 @@ struct ServeFlags {
     CLI::Option* recall_gib = nullptr;
 };
 
+// --quantize, for serve and generate. The names are checked here, before
+// anything is loaded; model/kernels/quant_blocks.h parses them again.
+void add_quantize(CLI::App& command, std::string& quantize) {
+    command
+        .add_option("--quantize", quantize,
+                    "Quantize every matmul weight at load, CPU backend: q8_0 (8-bit), q4_0 (4-bit), q4_k or q6_k "
+                    "(4- and 6-bit k-quants; matrices whose rows are not a multiple of 256 take q8_0); "
+                    "default: the checkpoint's own precision")
+        ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k", "q6_k"}));
+}
+
 CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
     CLI::App* serve = app.add_subcommand("serve", "Serve an OpenAI-compatible HTTP API for a Hugging Face model directory");
     serve->add_option("MODEL", f.model,
@@ -79,6 +90,7 @@ CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
     serve->add_option("--threads", c.threads, "CPU threads for the model (0: every core)")
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
+    add_quantize(*serve, c.quantize);
     serve->add_option("--device", f.device, "Backend: auto (CUDA when a GPU is present), cpu or cuda")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
@@ -125,6 +137,10 @@ std::string finish_serve(ServerConfig& c, const ServeFlags& f, const std::string
     if (f.recall_dir->count() > 0 && c.recall.dir.empty()) return "--recall-dir: must not be empty";
 
     c.device = f.device == "cpu" ? Device::cpu : f.device == "cuda" ? Device::cuda : Device::automatic;
+    if (!c.quantize.empty() && c.device == Device::cuda) {
+        return "--quantize " + c.quantize + ": the CUDA backend holds bf16 weights; quantized weights run on the CPU "
+               "backend (--device cpu, or auto, which --quantize keeps on the CPU)";
+    }
 
     if (!f.model.empty()) {
         std::error_code ec;
@@ -173,6 +189,7 @@ CLI::App* add_generate(CLI::App& app, GenerateOptions& g, GenerateFlags& f) {
     generate->add_option("--seed", g.seed, "Sampling seed: the random number at a position depends on (seed, position) only")
         ->capture_default_str();
     generate->add_option("--threads", g.threads, "CPU threads (0: every core)")->capture_default_str()->check(CLI::Range(0, 1024));
+    add_quantize(*generate, g.quantize);
     generate->add_flag("--ignore-eos", g.ignore_eos, "Keep generating past the model's end-of-sequence ids");
     generate->add_flag("--json", g.json, "Print {\"ids\": [...]} instead of comma-separated ids");
     generate->add_flag("--timings", g.timings,

@@ -34,6 +34,7 @@ std::string describe(const ServerConfig& c) {
         << "max streams: " << c.max_streams << "\n"
         << "threads: " << (c.threads == 0 ? std::string("all cores") : std::to_string(c.threads)) << "\n"
         << "device: " << to_string(c.device) << "\n"
+        << "quantize: " << (c.quantize.empty() ? std::string("none") : c.quantize) << "\n"
         << "gpu memory fraction: " << c.gpu_memory_fraction << "\n"
         << "draft tokens: " << c.draft_tokens << "\n"
         << "log level: " << c.log_level << "\n";

@@ -1,6 +1,7 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -130,7 +131,8 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
         double& total;
         ~Timer() { total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
     } timer{start, prepare_ms_};
-    const std::string dtype = dtype_name(t.dtype);
+    std::string dtype = dtype_name(t.dtype);
+    std::transform(dtype.begin(), dtype.end(), dtype.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     if (source_dtype_.find(dtype) == std::string::npos) source_dtype_ += (source_dtype_.empty() ? "" : "+") + dtype;
     if (options_.quantize) {
         kernels::QuantType type = *options_.quantize;

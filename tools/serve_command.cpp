@@ -129,6 +129,9 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     } catch (const std::invalid_argument& e) {
         throw ServeError(e.what());
     }
+    if (config.device == config::Device::automatic && device.device == config::Device::cuda && !config.quantize.empty()) {
+        device = {config::Device::cpu, "--quantize " + config.quantize + " runs on the CPU backend"};
+    }
     if (config.device == config::Device::automatic && !device.note.empty()) {
         spdlog::info("--device auto: serving on the CPU: {}", device.note);
     }
@@ -149,7 +152,10 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         cuda_options.memory_fraction = config.gpu_memory_fraction;
         backend = gpu::load_cuda_backend(config.model_dir, cuda_options, &cuda);
     } else {
-        backend = model::load_cpu_backend(config.model_dir, config.threads);
+        model::WeightOptions weight_options;
+        if (!config.quantize.empty()) weight_options.quantize = model::kernels::parse_quant_type(config.quantize);
+        weight_options.progress = [](const std::string& line) { spdlog::info("loading: {}", line); };
+        backend = model::load_cpu_backend(config.model_dir, config.threads, weight_options);
     }
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
@@ -192,14 +198,16 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         device_text = fmt::format("device cuda ({}, bf16 weights {} MiB, KV cache {} tokens)", cuda.device_name,
                                   cuda.weight_bytes >> 20, cuda.kv_tokens);
     } else {
-        device_text = fmt::format("device cpu ({}, {} activations)", cpu ? model::kernels::isa_name(cpu->isa()) : "?",
-                                  cpu ? model::kernels::activations_name(cpu->activations()) : "?");
+        device_text = fmt::format("device cpu ({}, {} activations{}), {}", cpu ? model::kernels::isa_name(cpu->isa()) : "?",
+                                  cpu ? model::kernels::activations_name(cpu->activations()) : "?",
+                                  cpu && cpu->weights().quantized() ? (cpu->int8_dot_product() ? ", int8 VNNI dot products" : ", int8 dot products")
+                                                                    : "",
+                                  cpu ? cpu->weights().summary() : "?");
     }
     // The startup line ends with the record's state and size, matching what
     // GET /v1/recall reports (docs/recall.md, "Flags" and "GET /v1/recall").
-    // The weights need no repacking on any CPU path (the bf16 checkpoint
-    // layout is what both the FMA and the VDPBF16PS kernels read), so the
-    // load time is the mapping plus the conversion of non-bf16 tensors.
+    // The load time includes tiling (or quantizing) the matrices, which the
+    // weights' summary states apart.
     spdlog::info("tensorfold serve: model {} ({}, {}), {}, weights loaded in {:.0f} ms, "
                  "{} threads, context {} tokens, {} streams, cost curve measured in {:.0f} ms ({}); recall: {}",
                  model_name, joined(arch), config.model_dir, device_text, load_ms, threads, ctx_size, max_streams,
