@@ -25,7 +25,7 @@ TEST(Binary, ServeHelpShowsEveryFlag) {
     RunResult r = run_tensorfold("serve --help");
     EXPECT_EQ(r.exit_code, 0);
     for (const char* flag : {"--host", "--port", "--api-key", "--served-model-name", "--ctx-size", "--max-streams",
-                             "--threads", "--device", "--log-level", "--recall", "--recall-dir", "--recall-gib",
+                             "--threads", "--quantize", "--device", "--log-level", "--recall", "--recall-dir", "--recall-gib",
                              "--recall-read-only"}) {
         EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
     }
@@ -46,6 +46,13 @@ TEST(Binary, ServeDeviceCudaWithoutAGpuFailsSayingWhy) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.output.find("--device cuda: "), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("use --device cpu or auto"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("weights loaded"), std::string::npos) << r.output;
+}
+
+TEST(Binary, QuantizeIsRefusedForTheCudaBackendBeforeLoading) {
+    RunResult r = run_tensorfold("serve --quantize q4_k --device cuda --port 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.output.find("--quantize q4_k: the CUDA backend holds bf16 weights"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("weights loaded"), std::string::npos) << r.output;
 }
 

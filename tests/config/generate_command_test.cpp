@@ -2,6 +2,8 @@
 // embedded tinycode model (greedy ids equal the Hugging Face oracle's).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -154,6 +156,17 @@ TEST(GenerateBinary, TimingsGoToStderrAndLeaveStdoutAlone) {
     EXPECT_LT(err.find(" ms /     5 tokens (", decode), total) << err;
     EXPECT_LT(err.find(" tokens per second)", decode), total) << err;
     EXPECT_NE(err.find(" ms /    11 tokens\n", total), std::string::npos) << err;
+}
+
+TEST(GenerateBinary, QuantizedWeightsDecodeAndAreNamedInTheTimings) {
+    const auto [out, err] = run_apart("generate --prompt-ids 258,1084,54,9,77 --max-tokens 6 --ignore-eos --threads 1 "
+                                      "--quantize q4_0 --timings");
+    ASSERT_EQ(out.exit_code, 0) << err.output;
+    EXPECT_EQ(std::count(out.output.begin(), out.output.end(), ','), 5) << out.output;
+    EXPECT_NE(err.output.find("weights = q4_0 weights"), std::string::npos) << err.output;
+    RunResult bad = run_tensorfold("generate --prompt-ids 1,2 --quantize int8");
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--quantize"), std::string::npos) << bad.output;
 }
 
 TEST(GenerateBinary, OutOfVocabularyPromptIdIsRefused) {

@@ -41,6 +41,26 @@ TEST(Startup, AFlashNextModelRefusesRecallBeforeItLoads) {
     EXPECT_FALSE(fs::exists(dir / "record")) << "no record is opened";
 }
 
+// --quantize: the startup line states the format and size of the weights,
+// and the server answers with them; a name it does not know is refused
+// before the tokenizer or any weight is read.
+TEST(Startup, QuantizedWeightsAreStatedAndServe) {
+    ServerProcess server({"--quantize", "q8_0"});
+    ASSERT_TRUE(server.listening()) << server.output();
+    EXPECT_NE(server.output().find("q8_0 weights"), std::string::npos) << server.output();
+    EXPECT_NE(server.output().find("quantized from bf16 in"), std::string::npos) << server.output();
+    const Response r = server.post("/v1/completions", R"({"prompt": "def add(a, b):", "max_tokens": 8, "seed": 1})");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("\"completion_tokens\":8"), std::string::npos) << r.body;
+    EXPECT_EQ(server.stop(), 0) << server.output();
+
+    ServerProcess bad({"--quantize", "q3_k"});
+    EXPECT_FALSE(bad.listening());
+    EXPECT_EQ(bad.wait(), 2);
+    EXPECT_NE(bad.output().find("--quantize"), std::string::npos) << bad.output();
+    EXPECT_EQ(bad.output().find("weights"), std::string::npos) << bad.output();
+}
+
 TEST(Startup, APortInUseIsAnErrorNamingIt) {
     ServerProcess first({});
     ASSERT_TRUE(first.listening()) << first.output();
