@@ -4,7 +4,7 @@
 // whether the tokens are identical to plain decoding. Prints a Markdown table
 // for docs/performance.md.
 //
-//   bench-engine [MODEL_DIR] [--threads N] [--tokens N]
+//   bench-engine [MODEL_DIR] [--threads N] [--tokens N] [--quantize q8_0|q4_0|q4_k|q6_k]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -76,13 +76,17 @@ void row(const char* workload, const char* mode, const Run& run, const Run& plai
 int main(int argc, char** argv) {
     std::string model_dir = TF_BENCH_DEFAULT_MODEL;
     int threads = 0, tokens = 256;
+    model::WeightOptions weights;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (arg == "--tokens" && i + 1 < argc) tokens = std::atoi(argv[++i]);
+        else if (arg == "--quantize" && i + 1 < argc) weights.quantize = model::kernels::parse_quant_type(argv[++i]);
         else model_dir = arg;
     }
-    auto backend = model::load_cpu_backend(model_dir, threads);
+    auto backend = model::load_cpu_backend(model_dir, threads, weights);
+    if (const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get()))
+        std::printf("%s: %s\n", model_dir.c_str(), cpu->weights().summary().c_str());
     auto tok = tokenizer::Tokenizer::load(model_dir);
     // The server's budget; up to 64 rows, so that the table below can show them.
     const engine::Calibration calibration = engine::measure_cost_curve(*backend);

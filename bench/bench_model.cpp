@@ -7,7 +7,8 @@
 // markdown tables that docs/performance.md carries. The kernel path is
 // TF_ISA / TF_ACTIVATIONS as for the server.
 //
-//   build/bench-model [--model=DIR] [--benchmark_min_time=0.3] [--benchmark_filter=...]
+//   build/bench-model [--model=DIR] [--quantize=q8_0|q4_0|q4_k|q6_k] [--benchmark_min_time=0.3]
+//                     [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -30,6 +32,7 @@ using tf::model::CpuBackend;
 using tf::model::Row;
 
 std::string g_model_dir = TF_BENCH_DEFAULT_MODEL;
+std::optional<tf::model::kernels::QuantType> g_quantize;  // --quantize=TYPE
 constexpr int32_t kRowsList[] = {1, 2, 4, 8, 16, 32, 64};
 
 // Runs fn(t, begin, end) for slice t of `threads` slices of [0, n), each
@@ -137,8 +140,11 @@ CpuBackend& backend_for(int threads, int32_t context) {
         const char* isa_text = std::getenv("TF_ISA");
         const char* activations_text = std::getenv("TF_ACTIVATIONS");
         const auto isa = tf::model::kernels::parse_isa(isa_text ? isa_text : "auto");
+        tf::model::WeightOptions weights;
+        weights.quantize = g_quantize;
         f.backend = tf::model::load_cpu_backend(
-            g_model_dir, threads, isa, tf::model::kernels::parse_activations(activations_text ? activations_text : "auto", isa));
+            g_model_dir, threads, isa, tf::model::kernels::parse_activations(activations_text ? activations_text : "auto", isa),
+            weights);
         for (int s = 0; s < 8; ++s) f.backend->open_stream(s, 1024 + 64 + 1);
     }
     if (f.context != context) {
@@ -260,9 +266,9 @@ void print_tables(const TableReporter& r) {
     CpuBackend& any = backend_for(1, std::max(0, g_fixtures[1].context));
     const double weight_bytes = static_cast<double>(any.weights().matmul_bytes());
     std::printf("\n## Model: CPU forward -- tables\n\n");
-    std::printf("SIMD path: %s, %s activations. Weights read per forward by the matmuls: %.1f MB.\n\n",
+    std::printf("SIMD path: %s, %s activations; %s. Weights read per forward by the matmuls: %.1f MB.\n\n",
                 tf::model::kernels::isa_name(any.isa()), tf::model::kernels::activations_name(any.activations()),
-                weight_bytes / 1e6);
+                any.weights().summary().c_str(), weight_bytes / 1e6);
     std::printf("| read (sum) of | threads | eight parts, GB/s | one stream, GB/s | best | decode roofline tok/s (weights / best) |\n"
                 "|---|---|---|---|---|---|\n");
     for (auto [key, gbs] : read_bandwidth) {
@@ -321,6 +327,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < argc; ++i) {
         if (std::strncmp(argv[i], "--model=", 8) == 0) {
             g_model_dir = argv[i] + 8;
+        } else if (std::strncmp(argv[i], "--quantize=", 11) == 0) {
+            g_quantize = tf::model::kernels::parse_quant_type(argv[i] + 11);
         } else {
             args.push_back(argv[i]);
         }
