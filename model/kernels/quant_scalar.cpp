@@ -112,6 +112,7 @@ inline V16 quad_scale(float a, float b, float c, float d) {
     return v;
 }
 inline float half(uint16_t h) { return fp16_to_float(h); }
+inline V16 pair_scale_fp16(uint16_t a, uint16_t b) { return pair_scale(half(a), half(b)); }
 // A k-quant super-block's scales, once per block (exact products): q4_k's
 // d*sc[0..7] in lanes 0-7 and dmin*m[0..7] in 8-15, q6_k's d*scales[0..15].
 inline V16 q4k_block_scales(const BlockQ4_KUnpacked& b) {
