@@ -275,7 +275,15 @@ void repack_q4_k(const BlockQ4_K* in, int64_t blocks, BlockQ4_KUnpacked* out) {
         out[i].d = in[i].d;
         out[i].dmin = in[i].dmin;
         for (int s = 0; s < 8; ++s) q4k_scale_min(s, in[i].scales, out[i].sc[s], out[i].m[s]);
-        std::memcpy(out[i].qs, in[i].qs, sizeof out[i].qs);
+        // GGUF: element 32s + l is in qs[32(s/2) + l], low nibble for even s.
+        uint8_t q[256];
+        for (int e = 0; e < 256; ++e) {
+            const uint8_t byte = in[i].qs[32 * (e / 64) + e % 32];
+            q[e] = (e / 32) % 2 == 0 ? (byte & 0xF) : (byte >> 4);
+        }
+        for (int h = 0; h < 2; ++h)
+            for (int b = 0; b < 64; ++b)
+                out[i].qs[64 * h + b] = static_cast<uint8_t>(q[128 * h + b] | (q[128 * h + 64 + b] << 4));
     }
 }
 

@@ -55,10 +55,13 @@ static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ6_K) == 210);
 
-// q4_k in the matmul's layout (WeightFormat::q4_k): the same block with its
+// q4_k in the matmul's layout (WeightFormat::q4_k): GGUF's block with its
 // 12 packed scale bytes unpacked into 8 scales and 8 mins, one byte each, so
 // the kernel loads them as a vector instead of unpicking 6-bit fields per
-// block. 148 bytes per 256 weights.
+// block, and its nibbles reordered so that one 64-byte load gives two
+// activation block pairs by a mask and a shift: in each half h (elements
+// 128h..128h+127), qs[64h + i] holds element 128h + i in its low nibble and
+// element 128h + 64 + i in its high one. 148 bytes per 256 weights.
 struct BlockQ4_KUnpacked {
     uint16_t d;
     uint16_t dmin;

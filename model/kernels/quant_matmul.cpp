@@ -76,6 +76,19 @@ void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void*
             for (int32_t l = 0; l < 16; ++l)
                 pair.sum4[l] = pair.q[4 * l] + pair.q[4 * l + 1] + pair.q[4 * l + 2] + pair.q[4 * l + 3];
         }
+        // Every pair of a super-block (4 pairs, 8 blocks) carries its 8 min terms.
+        QuantActivationPair* row_pairs = out + static_cast<size_t>(r) * pairs;
+        for (int32_t g = 0; 4 * g < pairs; ++g) {
+            float min_x[16] = {};
+            for (int32_t i = 0; i < 8; ++i) {
+                const int32_t p = 4 * g + i / 2;
+                if (p >= pairs) break;
+                int32_t xsum = 0;
+                for (int32_t l = 8 * (i % 2); l < 8 * (i % 2) + 8; ++l) xsum += row_pairs[p].sum4[l];
+                min_x[8 + i] = -(row_pairs[p].d[8 * (i % 2)] * static_cast<float>(xsum));
+            }
+            for (int32_t p = 4 * g; p < std::min(pairs, 4 * g + 4); ++p) std::memcpy(row_pairs[p].min_x, min_x, sizeof min_x);
+        }
     }
 }
 

@@ -6,14 +6,16 @@
 // q = round-to-nearest-even(x * (127/amax)) (all 0 when amax == 0). Blocks go
 // in pairs (QuantActivationPair: blocks 2p and 2p+1 of the row, the second
 // all zero when k/32 is odd) with, per 4 consecutive q's, their integer sum
-// (the kernels' zero-point and min terms need it) and the scale repeated per
-// lane. Plain scalar code, the same bits on every path.
+// (the kernels' zero-point terms need it), the scale repeated per lane, and
+// q4_k's per-block min terms -(d * sum of the block's q's) for the 8 blocks
+// of the pair's super-block. Plain scalar code, the same bits on every path.
 //
 // Weights (WeightMatrix, format q8_0 / q4_0 / q4_k / q6_k): `data` points at
 // `rows` rows of cols/block blocks, `stride` == cols, cols a multiple of the
 // block (32 or 256). q8_0, q4_0 and q6_k are read in their GGUF layout as
 // is; q4_k in BlockQ4_KUnpacked (repack_q4_k in quant_blocks.h, GGUF's block
-// with its 12 packed scale bytes spread out to 8 scales + 8 mins).
+// with its 12 packed scale bytes spread out to 8 scales + 8 mins and its
+// nibbles reordered for 64-byte loads).
 //
 // Order, for every output element out[m][n] (the same on every path, for
 // any M, n range, tile and thread count; the paths are bit-identical):
@@ -25,12 +27,16 @@
 //            (q8_0, q4_0), d*sc (q4_k, q6_k; products of an fp16 and a 6- or
 //            8-bit integer, exact)
 //     acc[l] = fmaf(sw * dx[l], (float)ip, acc[l])     (sw*dx one rounding)
-//     q4_k only, then: mw = dmin*m (exact),
-//     acc[l] = fmaf(mw, dx[l] * (float)(-xsum4[l]), acc[l])  (one rounding
-//            in the product, which depends on the row only)
-//   where dx[l] is the activation block's d and xsum4[l] the sum of the 4 xq.
-//   A missing odd block (k/32 odd) has q = 0 and d = 0 and still takes the
-//   fmaf. Finally out = reduce16(acc): lanes i + i+8, then i + i+4, i + i+2,
+//   where dx[l] is the activation block's d. A missing odd block (k/32 odd)
+//   has q = 0 and d = 0 and still takes the fmaf.
+//   q4_k only, after the 4 pairs 4g..4g+3 of super-block g (and before pair
+//   4g+4), once per lane l = 0..15:
+//     acc[l] = fmaf(mw[l], min_x[l], acc[l])
+//   with mw[l] = d*sc[l] for l < 8 and dmin*m[l-8] for l >= 8 (exact), and
+//   the activation's min_x[l] = +0 for l < 8 and -(dx_b * (float)xsum_b)
+//   for l >= 8, b = 8g + l - 8, xsum_b the exact sum of block b's 32 q's
+//   (one rounding, per row only). Lanes 0-7 so add a signed zero.
+//   Finally out = reduce16(acc): lanes i + i+8, then i + i+4, i + i+2,
 //   i + i+1 (kernels/vec16_*.h).
 //
 // Paths: scalar (the reference), avx2 (u8 x s8 dot by VPMADDUBSW + VPMADDWD),
@@ -53,13 +59,18 @@
 
 namespace tf::model::kernels {
 
-// Blocks 2p and 2p+1 of one activation row, 192 bytes.
+// Blocks 2p and 2p+1 of one activation row, 256 bytes.
 struct QuantActivationPair {
     int8_t q[64];       // block 2p's 32 q's, then block 2p+1's
     int32_t sum4[16];   // sum4[l] = q[4l] + q[4l+1] + q[4l+2] + q[4l+3]
     float d[16];        // d[l] = the scale of block 2p + l/8
+    // q4_k's min term for the 8 blocks b = 8*(p/4) + i (i = 0..7) of the
+    // super-block this pair falls in: min_x[8 + i] = -(d_b * (float)xsum_b),
+    // xsum_b the sum of block b's 32 q's (a block in no pair of the row:
+    // +0); min_x[0..7] = +0. The same in the 4 pairs of a super-block.
+    float min_x[16];
 };
-static_assert(sizeof(QuantActivationPair) == 192);
+static_assert(sizeof(QuantActivationPair) == 256);
 
 // Bytes of one packed activation row of k inputs (k a multiple of 32).
 size_t quant_activation_row_bytes(int32_t k);

@@ -61,13 +61,12 @@ inline I8 load_q4_halves(const uint8_t* a, const uint8_t* b) {
     }
     return v;
 }
-// 32 bytes: their low nibbles, then their high ones.
+// 64 bytes' nibble S/4 (q4_k's repacked quants: S = 0 gives a half's first
+// block pair, S = 4 its second).
+template <int S>
 inline I8 load_nibbles(const uint8_t* p) {
     I8 v;
-    for (int i = 0; i < 32; ++i) {
-        v.b[i] = static_cast<int8_t>(p[i] & 0xF);
-        v.b[32 + i] = static_cast<int8_t>(p[i] >> 4);
-    }
+    for (int i = 0; i < 64; ++i) v.b[i] = static_cast<int8_t>((p[i] >> S) & 0xF);
     return v;
 }
 // q6_k's 64 six-bit values of one block pair: nibble S/4 of ql[0..63], and
@@ -113,17 +112,29 @@ inline V16 quad_scale(float a, float b, float c, float d) {
     return v;
 }
 inline float half(uint16_t h) { return fp16_to_float(h); }
-// q4_k's per-lane scale and min for pair j (sub-blocks 2j, 2j+1), and
-// q6_k's per-lane scale for pair j (sub-blocks 4j..4j+3): exact products.
-inline void q4k_scales(const BlockQ4_KUnpacked& b, int j, V16& scale, V16& min) {
+inline V16 pair_scale_fp16(uint16_t a, uint16_t b) { return pair_scale(half(a), half(b)); }
+// A k-quant super-block's scales, once per block (exact products): q4_k's
+// d*sc[0..7] in lanes 0-7 and dmin*m[0..7] in 8-15, q6_k's d*scales[0..15].
+inline V16 q4k_block_scales(const BlockQ4_KUnpacked& b) {
     const float d = half(b.d), dmin = half(b.dmin);
-    scale = pair_scale(d * b.sc[2 * j], d * b.sc[2 * j + 1]);
-    min = pair_scale(dmin * b.m[2 * j], dmin * b.m[2 * j + 1]);
+    V16 v;
+    for (int i = 0; i < 8; ++i) {
+        v.lane[i] = d * b.sc[i];
+        v.lane[8 + i] = dmin * b.m[i];
+    }
+    return v;
 }
-inline V16 q6k_scale(const BlockQ6_K& b, int j) {
+inline V16 q6k_block_scales(const BlockQ6_K& b) {
     const float d = half(b.d);
-    const int8_t* sc = b.scales + 4 * j;
-    return quad_scale(d * sc[0], d * sc[1], d * sc[2], d * sc[3]);
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = d * b.scales[i];
+    return v;
+}
+// Pair j's per-lane scales out of them: lanes 0-7 take lane 2j, 8-15 lane
+// 2j+1 (q4_k); lane l takes lane 4j + l/4 (q6_k).
+inline V16 pair_lanes(const V16& all, int j) { return pair_scale(all.lane[2 * j], all.lane[2 * j + 1]); }
+inline V16 quad_lanes(const V16& all, int j) {
+    return quad_scale(all.lane[4 * j], all.lane[4 * j + 1], all.lane[4 * j + 2], all.lane[4 * j + 3]);
 }
 
 constexpr int kRowTile = 2, kColTile = 2;

@@ -98,7 +98,7 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(quant_row_bytes(QuantType::q4_k, 512), 288u);
     EXPECT_EQ(quant_kernel_row_bytes(QuantType::q4_k, 512), 296u);
     EXPECT_EQ(quant_kernel_row_bytes(QuantType::q8_0, 64), 68u);
-    EXPECT_EQ(quant_activation_row_bytes(96), 384u);
+    EXPECT_EQ(quant_activation_row_bytes(96), 512u);
 }
 
 TEST(QuantBlocks, NamesParseAndPrint) {
@@ -225,6 +225,17 @@ TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithLaneSums) {
         EXPECT_EQ(pairs[0].sum4[l], pairs[0].q[4 * l] + pairs[0].q[4 * l + 1] + pairs[0].q[4 * l + 2] + pairs[0].q[4 * l + 3]);
     for (int i = 0; i < 64; ++i) EXPECT_EQ(pairs[1].q[i], 0);
     for (int l = 0; l < 16; ++l) EXPECT_EQ(pairs[1].d[l], 0.0f);
+    // q4_k's min terms: -(d * sum of q) per block, in lanes 8.., both pairs alike
+    int32_t sum0 = 0, sum1 = 0;
+    for (int i = 0; i < 32; ++i) sum0 += pairs[0].q[i], sum1 += pairs[0].q[32 + i];
+    for (const QuantActivationPair& pair : {pairs[0], pairs[1]}) {
+        for (int l = 0; l < 8; ++l) EXPECT_EQ(float_bits(pair.min_x[l]), 0u);
+        EXPECT_EQ(pair.min_x[8], -(pairs[0].d[0] * static_cast<float>(sum0)));
+        EXPECT_EQ(pair.min_x[9], -(pairs[0].d[8] * static_cast<float>(sum1)));
+        EXPECT_EQ(float_bits(pair.min_x[10]), 0x80000000u);  // blocks 2 and 3 (padding): -(0 * 0)
+        EXPECT_EQ(float_bits(pair.min_x[11]), 0x80000000u);
+        for (int l = 12; l < 16; ++l) EXPECT_EQ(float_bits(pair.min_x[l]), 0u);  // in no pair
+    }
 }
 
 struct Shape {
