@@ -4,6 +4,7 @@
 // on every SIMD path.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
