@@ -94,26 +94,20 @@ void Weights::report_progress(const std::string& what) {
 }
 
 WeightMatrix Weights::quantized_matrix(const TensorView& t, kernels::QuantType type, int32_t rows, int32_t cols) {
-    const size_t row_bytes = kernels::quant_kernel_row_bytes(type, cols);
-    uint8_t* data = aligned_bytes(row_bytes * static_cast<size_t>(rows), t.name);
-    owned_.emplace_back(data);
+    // GGUF's blocks first, row by row on every core; then the kernel's
+    // layout (tiles of 8 interleaved rows, quant_blocks.h) from them.
     const size_t gguf_row_bytes = kernels::quant_row_bytes(type, cols);
+    std::vector<uint8_t> gguf(gguf_row_bytes * static_cast<size_t>(rows));
     on_every_core(rows, 16, [&](int64_t begin, int64_t end) {
         std::vector<float> row(static_cast<size_t>(cols));
-        std::vector<uint8_t> gguf(type == kernels::QuantType::q4_k ? gguf_row_bytes : 0);
         for (int64_t r = begin; r < end; ++r) {
             for (int32_t c = 0; c < cols; ++c) row[c] = element(t, static_cast<size_t>(r) * cols + c);
-            uint8_t* out = data + static_cast<size_t>(r) * row_bytes;
-            if (type == kernels::QuantType::q4_k) {
-                // GGUF's block first, then the kernel's unpacked scales.
-                kernels::quantize_row(type, row.data(), cols, gguf.data());
-                kernels::repack_q4_k(reinterpret_cast<const kernels::BlockQ4_K*>(gguf.data()), cols / 256,
-                                     reinterpret_cast<kernels::BlockQ4_KUnpacked*>(out));
-            } else {
-                kernels::quantize_row(type, row.data(), cols, out);
-            }
+            kernels::quantize_row(type, row.data(), cols, gguf.data() + static_cast<size_t>(r) * gguf_row_bytes);
         }
     });
+    uint8_t* data = aligned_bytes(kernels::quant_kernel_matrix_bytes(type, rows, cols), t.name);
+    owned_.emplace_back(data);
+    kernels::repack_quant(type, gguf.data(), rows, cols, data);
     WeightMatrix w;
     w.data = data;
     w.format = kernels::weight_format(type);
@@ -238,10 +232,10 @@ size_t Weights::matmul_bytes() const {
             case kernels::WeightFormat::bf16: return static_cast<size_t>(m.rows) * m.stride * 2;
             case kernels::WeightFormat::bf16_tiled: return static_cast<size_t>(kernels::tiled_rows(m.rows)) * m.stride * 2;
             case kernels::WeightFormat::f32_split: return static_cast<size_t>(m.rows) * m.stride * 4;
-            case kernels::WeightFormat::q8_0: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q8_0, m.cols);
-            case kernels::WeightFormat::q4_0: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q4_0, m.cols);
-            case kernels::WeightFormat::q4_k: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q4_k, m.cols);
-            case kernels::WeightFormat::q6_k: return m.rows * kernels::quant_kernel_row_bytes(kernels::QuantType::q6_k, m.cols);
+            case kernels::WeightFormat::q8_0: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q8_0, m.rows, m.cols);
+            case kernels::WeightFormat::q4_0: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q4_0, m.rows, m.cols);
+            case kernels::WeightFormat::q4_k: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q4_k, m.rows, m.cols);
+            case kernels::WeightFormat::q6_k: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q6_k, m.rows, m.cols);
         }
         return size_t{0};
     };

@@ -52,8 +52,9 @@ enum class WeightFormat {
     bf16_tiled,  // bf16 in tiles of kTileRows rows, in the order the kernel reads them (packing.h)
     f32_split,   // fp32, each 32-column block stored as its 16 even columns then its 16 odd columns
     // Quantized (kernels/quant_matmul.h, which has their own kernels and
-    // int8 activations): rows of GGUF blocks, stride == cols, cols a
-    // multiple of the block; q4_k in the unpacked layout of repack_q4_k.
+    // int8 activations): stride == cols, cols a multiple of the block;
+    // q8_0, q4_0, q4_k in tiles of 8 interleaved rows (repack_quant in
+    // quant_blocks.h), q6_k as rows of GGUF blocks.
     q8_0,
     q4_0,
     q4_k,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 
 #include "model/kernels/quant_matmul.h"
 #include "model/kernels/vec16_avx2.h"
@@ -29,7 +30,12 @@ inline W8 prep_s8(const I8& w) {
 inline I32 s8_bias(const I32& sum4) { return neg_shl<7>(sum4); }
 inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) { return dot_u8s8(bias, w, x); }
 
+// q8_0's stored q+128 against x, the -128 * sum bias in acc: VPDPBUSD as is.
+constexpr bool kQ8Bias = true;
+inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
+
 #include "model/kernels/quant_impl.inc"
+#include "model/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 
 #include "model/kernels/quant_matmul.h"
 #include "model/kernels/vec16_avx512.h"
@@ -33,7 +34,15 @@ inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) {
     return dot_u8s8(bias, I8{w.magnitude}, I8{signed_x});
 }
 
+// q8_0's stored q+128 would overflow VPMADDUBSW's int16 pairs; back to
+// q = stored ^ 0x80, then |q| times x with q's sign (no bias).
+constexpr bool kQ8Bias = false;
+inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
+    return dot_s8s8(acc, prep_s8(I8{_mm512_xor_si512(u.v, _mm512_set1_epi8(static_cast<char>(0x80)))}), x);
+}
+
 #include "model/kernels/quant_impl.inc"
+#include "model/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // Quantized weight blocks as GGUF stores them (byte for byte), their
-// reference quantizers and dequantizers, and the one layout change the
-// matmul wants at load (q4_k's packed scales unpacked, repack_q4_k).
+// reference quantizers and dequantizers, and the matmul's own layout
+// (rows interleaved in tiles of 8, repack_quant) that loading builds.
 //
 // Formats, per block of `elements` weights (fp16 = IEEE half):
 //   q8_0  {fp16 d; int8 qs[32]}                                 x = d*q
@@ -55,22 +55,6 @@ static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ6_K) == 210);
 
-// q4_k in the matmul's layout (WeightFormat::q4_k): GGUF's block with its
-// 12 packed scale bytes unpacked into 8 scales and 8 mins, one byte each, so
-// the kernel loads them as a vector instead of unpicking 6-bit fields per
-// block, and its nibbles reordered so that one 64-byte load gives two
-// activation block pairs by a mask and a shift: in each half h (elements
-// 128h..128h+127), qs[64h + i] holds element 128h + i in its low nibble and
-// element 128h + 64 + i in its high one. 148 bytes per 256 weights.
-struct BlockQ4_KUnpacked {
-    uint16_t d;
-    uint16_t dmin;
-    uint8_t sc[8];  // sub-block i's scale, 0..63
-    uint8_t m[8];   // sub-block i's min, 0..63
-    uint8_t qs[128];
-};
-static_assert(sizeof(BlockQ4_KUnpacked) == 148);
-
 // Weights per block: 32 for q8_0 and q4_0, 256 for the k-quants.
 int64_t quant_block_elements(QuantType type);
 // Bytes per block in the GGUF layout.
@@ -110,10 +94,36 @@ inline int q6k_quant(const BlockQ6_K& b, int e) {
     return lo | (hi << 4);
 }
 
-// GGUF q4_k rows -> the kernel's layout, `blocks` blocks (rows * cols/256).
-void repack_q4_k(const BlockQ4_K* in, int64_t blocks, BlockQ4_KUnpacked* out);
-// Bytes of one row of the kernel's layout for `type` (only q4_k differs).
-size_t quant_kernel_row_bytes(QuantType type, int64_t cols);
+// The matmul's weight layout (WeightFormat::q8_0 / q4_0 / q4_k): rows
+// (the output columns) in tiles of kQuantTileRows = 8, padded with zero
+// rows, each tile a head of scales, padded to 64 bytes, then its quants;
+// every 64-byte quant vector holds 16 lanes of 4 bytes, lane 2r + h being
+// 4 consecutive quants of tile row r (h = 0: elements 8g..8g+3 of an
+// 8-element group g, h = 1: 8g+4..8g+7), so one 4-way int8 dot against a
+// broadcast 8 activation bytes gives 16 exact partial sums for 8 rows.
+//   q8_0, per block b (32 elements): head 8 fp16 d (row r at 8b + r);
+//         quants at 256b: group g's vector at 256b + 64g, each quant q+128
+//         (unsigned, 0..255).
+//   q4_0, per block b: head as q8_0's; quants at 128b: vector t (0, 1) at
+//         128b + 64t holds group t in its low nibbles and group t+2 in its
+//         high ones, as GGUF's unsigned nibbles (q = nibble - 8).
+//   q4_k, per super-block s (256 elements): head at 160s: d[8], dmin[8]
+//         (fp16, row r at r), sc[8][8] and m[8][8] (sub-block j, row r at
+//         8j + r, 6-bit values as bytes); quants at 1024s: sub-block j at
+//         1024s + 128j in q4_0's nibble layout (nibbles = q, 0..15).
+// q6_k is not tiled: its rows are GGUF's as they are.
+constexpr int32_t kQuantTileRows = 8;
+// Whether `type` has the tiled layout above.
+inline bool quant_tiled(QuantType type) { return type != QuantType::q6_k; }
+// Bytes of one tile's head (padded to 64) and of a whole tile, cols wide.
+size_t quant_tile_head_bytes(QuantType type, int64_t cols);
+size_t quant_tile_bytes(QuantType type, int64_t cols);
+// Bytes of a matrix of `rows` x `cols` in the kernel's layout.
+size_t quant_kernel_matrix_bytes(QuantType type, int32_t rows, int32_t cols);
+// GGUF-layout rows (rows x cols, quant_row_bytes apart) -> the kernel's
+// layout (quant_kernel_matrix_bytes bytes at `out`). Tiled types get their
+// padding rows as zero blocks; q6_k is copied.
+void repack_quant(QuantType type, const void* gguf_rows, int32_t rows, int32_t cols, void* out);
 
 // IEEE half <-> float. fp16_to_float is exact; float_to_fp16 rounds to
 // nearest even (overflow to infinity, NaN kept a NaN).

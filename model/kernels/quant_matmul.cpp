@@ -56,17 +56,18 @@ const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant, &quant_av
 }  // namespace
 
 size_t quant_activation_row_bytes(int32_t k) {
-    return static_cast<size_t>((k + 63) / 64) * sizeof(QuantActivationPair);
+    return quant_activation_pairs_bytes(k) + static_cast<size_t>((k / 32 + 3) / 4 * 4) * sizeof(QuantActivationBlock);
 }
 
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed) {
     assert(k % 32 == 0);
     const int32_t pairs = (k + 63) / 64;
-    auto* out = static_cast<QuantActivationPair*>(packed);
+    const size_t row_bytes = quant_activation_row_bytes(k);
     for (int32_t r = 0; r < rows; ++r) {
+        auto* out = reinterpret_cast<QuantActivationPair*>(static_cast<char*>(packed) + r * row_bytes);
         const float* row = x + static_cast<size_t>(r) * ldx;
         for (int32_t p = 0; p < pairs; ++p) {
-            QuantActivationPair& pair = out[static_cast<size_t>(r) * pairs + p];
+            QuantActivationPair& pair = out[p];
             for (int32_t half = 0; half < 2; ++half) {
                 const int32_t begin = 64 * p + 32 * half;
                 float d = 0.0f;
@@ -77,7 +78,7 @@ void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void*
                 pair.sum4[l] = pair.q[4 * l] + pair.q[4 * l + 1] + pair.q[4 * l + 2] + pair.q[4 * l + 3];
         }
         // Every pair of a super-block (4 pairs, 8 blocks) carries its 8 min terms.
-        QuantActivationPair* row_pairs = out + static_cast<size_t>(r) * pairs;
+        QuantActivationPair* row_pairs = out;
         for (int32_t g = 0; 4 * g < pairs; ++g) {
             float min_x[16] = {};
             for (int32_t i = 0; i < 8; ++i) {
@@ -88,6 +89,23 @@ void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void*
                 min_x[8 + i] = -(row_pairs[p].d[8 * (i % 2)] * static_cast<float>(xsum));
             }
             for (int32_t p = 4 * g; p < std::min(pairs, 4 * g + 4); ++p) std::memcpy(row_pairs[p].min_x, min_x, sizeof min_x);
+        }
+        // The tiled kernels' blocks, from the same q's and d's.
+        auto* blocks = reinterpret_cast<QuantActivationBlock*>(out + pairs);
+        for (int32_t b = 0; b < (k / 32 + 3) / 4 * 4; ++b) {
+            QuantActivationBlock& block = blocks[b];
+            block = QuantActivationBlock{};
+            if (b >= k / 32) continue;
+            const QuantActivationPair& pair = row_pairs[b / 2];
+            std::memcpy(block.q, pair.q + 32 * (b % 2), 32);
+            block.d = pair.d[8 * (b % 2)];
+            for (int32_t h = 0; h < 2; ++h) {
+                int32_t sum = 0;
+                for (int32_t g = 0; g < 4; ++g)
+                    for (int32_t i = 0; i < 4; ++i) sum += block.q[8 * g + 4 * h + i];
+                block.neg_sum[h] = -sum;
+                block.min_x[h] = -(block.d * static_cast<float>(sum));
+            }
         }
     }
 }

@@ -72,8 +72,25 @@ struct QuantActivationPair {
 };
 static_assert(sizeof(QuantActivationPair) == 256);
 
-// Bytes of one packed activation row of k inputs (k a multiple of 32).
+// One activation block of 32 (block b of a row) as the tiled kernels read
+// it, 64 bytes: the same q's and d as the pairs, and per half h (the
+// elements 8g + 4h + i of the block's groups g = 0..3, i = 0..3) the exact
+// negated sum of its q's and q4_k's min term -(d * (float)sum).
+struct QuantActivationBlock {
+    int8_t q[32];
+    int32_t neg_sum[2];
+    float min_x[2];
+    float d;
+    int32_t unused[3];
+};
+static_assert(sizeof(QuantActivationBlock) == 64);
+
+// A packed activation row of k inputs (k a multiple of 32): the pairs
+// (k+63)/64 of them, for the untiled q6_k kernel), then the row's k/32
+// blocks, padded to a multiple of 4 (so a row is a whole number of pairs).
 size_t quant_activation_row_bytes(int32_t k);
+inline size_t quant_activation_pairs_bytes(int32_t k) { return static_cast<size_t>((k + 63) / 64) * sizeof(QuantActivationPair); }
+
 // PackRowsFn: `rows` fp32 rows of k values, ldx apart, into rows of
 // quant_activation_row_bytes(k) bytes each.
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);

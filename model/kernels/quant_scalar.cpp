@@ -113,17 +113,8 @@ inline V16 quad_scale(float a, float b, float c, float d) {
 }
 inline float half(uint16_t h) { return fp16_to_float(h); }
 inline V16 pair_scale_fp16(uint16_t a, uint16_t b) { return pair_scale(half(a), half(b)); }
-// A k-quant super-block's scales, once per block (exact products): q4_k's
-// d*sc[0..7] in lanes 0-7 and dmin*m[0..7] in 8-15, q6_k's d*scales[0..15].
-inline V16 q4k_block_scales(const BlockQ4_KUnpacked& b) {
-    const float d = half(b.d), dmin = half(b.dmin);
-    V16 v;
-    for (int i = 0; i < 8; ++i) {
-        v.lane[i] = d * b.sc[i];
-        v.lane[8 + i] = dmin * b.m[i];
-    }
-    return v;
-}
+// A k-quant super-block's scales, once per block (exact products): q6_k's
+// d*scales[0..15].
 inline V16 q6k_block_scales(const BlockQ6_K& b) {
     const float d = half(b.d);
     V16 v;
@@ -139,7 +130,57 @@ inline V16 quad_lanes(const V16& all, int j) {
 
 constexpr int kRowTile = 2, kColTile = 2;
 
+// The tiled kernels' ops (quant_tiled_impl.inc), lane by lane.
+inline I8 load_u8(const uint8_t* p) {
+    I8 v;
+    std::memcpy(v.b, p, 64);
+    return v;
+}
+template <int S>
+inline I8 nibbles(const I8& v) {
+    I8 r;
+    for (int i = 0; i < 64; ++i) r.b[i] = static_cast<int8_t>((static_cast<uint8_t>(v.b[i]) >> S) & 0xF);
+    return r;
+}
+inline I8 bcast8(const int8_t* p) {
+    I8 v;
+    for (int i = 0; i < 64; ++i) v.b[i] = p[i % 8];
+    return v;
+}
+inline I32 bcast_i32x2(const int32_t* p) {
+    I32 v;
+    for (int l = 0; l < 16; ++l) v.l[l] = p[l % 2];
+    return v;
+}
+inline V16 bcast_f32x2(const float* p) {
+    V16 v;
+    for (int l = 0; l < 16; ++l) v.lane[l] = p[l % 2];
+    return v;
+}
+template <int S>
+inline I32 shl(const I32& v) {
+    I32 r;
+    for (int l = 0; l < 16; ++l) r.l[l] = v.l[l] * (1 << S);
+    return r;
+}
+constexpr bool kQ8Bias = true;
+inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
+inline V16 lanes_fp16x8(const uint16_t* p) {
+    uint16_t h[8];
+    std::memcpy(h, p, 16);
+    V16 v;
+    for (int l = 0; l < 16; ++l) v.lane[l] = fp16_to_float(h[l / 2]);
+    return v;
+}
+inline V16 lanes_u8x8(const uint8_t* p) {
+    V16 v;
+    for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l / 2]);
+    return v;
+}
+constexpr int kTiledRows = 2;
+
 #include "model/kernels/quant_impl.inc"
+#include "model/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 

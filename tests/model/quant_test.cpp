@@ -62,12 +62,8 @@ struct QuantMatrix {
             quantize_row(type, &values[static_cast<size_t>(r) * cols], cols, &gguf[r * row_bytes]);
             dequantize_row(type, &gguf[r * row_bytes], cols, &dequantized[static_cast<size_t>(r) * cols]);
         }
-        kernel = gguf;
-        if (type == QuantType::q4_k) {
-            kernel.resize(quant_kernel_row_bytes(type, cols) * rows);
-            repack_q4_k(reinterpret_cast<const BlockQ4_K*>(gguf.data()), static_cast<int64_t>(rows) * cols / 256,
-                        reinterpret_cast<BlockQ4_KUnpacked*>(kernel.data()));
-        }
+        kernel.resize(quant_kernel_matrix_bytes(type, rows, cols));
+        repack_quant(type, gguf.data(), rows, cols, kernel.data());
         w = {kernel.data(), weight_format(type), rows, cols, cols};
     }
 };
@@ -96,9 +92,47 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(quant_block_elements(QuantType::q6_k), 256);
     EXPECT_EQ(quant_row_bytes(QuantType::q4_0, 96), 54u);
     EXPECT_EQ(quant_row_bytes(QuantType::q4_k, 512), 288u);
-    EXPECT_EQ(quant_kernel_row_bytes(QuantType::q4_k, 512), 296u);
-    EXPECT_EQ(quant_kernel_row_bytes(QuantType::q8_0, 64), 68u);
-    EXPECT_EQ(quant_activation_row_bytes(96), 512u);
+    // tiles of 8 rows: a head of scales padded to 64 bytes, then the quants
+    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q8_0, 16, 128), 2u * (64 + 4 * 256));
+    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_0, 9, 96), 2u * (64 + 3 * 128));
+    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_k, 8, 512), 320u + 2 * 1024);
+    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q6_k, 3, 256), 3u * 210);
+    // two pairs, then 3 blocks padded to 4
+    EXPECT_EQ(quant_activation_row_bytes(96), 512u + 4 * 64);
+}
+
+// quant_blocks.h's tiled layout, spelled out for q8_0 and q4_0: lane 2r + h
+// of group g's vector holds row r's elements 8g + 4h .. 8g + 4h + 3.
+TEST(QuantBlocks, RepackInterleavesEightRowsPerTileAsTheHeaderSays) {
+    const int32_t rows = 11, cols = 64;  // two tiles, the second with 5 padding rows
+    for (QuantType type : {QuantType::q8_0, QuantType::q4_0}) {
+        const QuantMatrix m(type, rows, cols, 5);
+        const size_t head = quant_tile_head_bytes(type, cols), tile = quant_tile_bytes(type, cols);
+        const size_t block_bytes = quant_block_bytes(type), row_bytes = quant_row_bytes(type, cols);
+        for (int32_t row = 0; row < 16; ++row) {
+            const uint8_t* t = m.kernel.data() + (row / 8) * tile;
+            const int32_t r = row % 8;
+            for (int32_t b = 0; b < cols / 32; ++b) {
+                uint16_t d;
+                std::memcpy(&d, t + 16 * b + 2 * r, 2);
+                const uint8_t* gguf = m.gguf.data() + row * row_bytes + b * block_bytes;
+                EXPECT_EQ(d, row < rows ? gguf[0] | (gguf[1] << 8) : 0) << row;
+                for (int32_t e = 0; e < 32; ++e) {
+                    int stored;
+                    if (type == QuantType::q8_0) {
+                        stored = t[head + 256 * b + 64 * (e / 8) + 8 * r + e % 8] - 128;
+                    } else {
+                        const uint8_t byte = t[head + 128 * b + 64 * (e % 16 / 8) + 8 * r + e % 8];
+                        stored = (e < 16 ? byte & 0xF : byte >> 4) - 8;
+                    }
+                    const int want = row >= rows ? (type == QuantType::q8_0 ? 0 : -8)
+                                     : type == QuantType::q8_0 ? static_cast<int8_t>(gguf[2 + e])
+                                                               : (e < 16 ? gguf[2 + e] & 0xF : gguf[2 + e - 16] >> 4) - 8;
+                    EXPECT_EQ(stored, want) << quant_type_name(type) << " row " << row << " element " << 32 * b + e;
+                }
+            }
+        }
+    }
 }
 
 TEST(QuantBlocks, NamesParseAndPrint) {
@@ -257,7 +291,8 @@ TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
         const QuantMatrix m(shape.type, N, shape.K, 11);
         for (int32_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
             const auto xs = pack(random_floats(static_cast<size_t>(M) * shape.K, 12 + M), M, shape.K);
-            for (auto [n_begin, n_end] : {std::pair{0, N}, std::pair{3, 30}}) {
+            // the launcher's ranges start on a tile of 8; the last tile is partial (N = 37)
+            for (auto [n_begin, n_end] : {std::pair{0, N}, std::pair{8, 30}, std::pair{16, N}, std::pair{0, 8}}) {
                 const auto reference = run(quant_kernels(Isa::scalar, false), xs, M, m.w, n_begin, n_end);
                 for (const QuantKernels* path : paths)
                     EXPECT_TRUE(testing::bitwise_equal(run(*path, xs, M, m.w, n_begin, n_end), reference))
@@ -279,7 +314,7 @@ TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
             const auto batched = run(*path, xs, M, m.w, 0, N);
             // the same columns in pieces, and through the threaded launcher
             std::vector<float> pieces(batched.size());
-            for (auto [b, e] : {std::pair{0, 5}, std::pair{5, 13}, std::pair{13, 40}, std::pair{40, N}})
+            for (auto [b, e] : {std::pair{0, 8}, std::pair{8, 24}, std::pair{24, 40}, std::pair{40, N}})
                 path->matmul(xs.data(), M, m.w, b, e, pieces.data(), N);
             EXPECT_TRUE(testing::bitwise_equal(pieces, batched)) << path_name(*path);
             ThreadPool pool(3);
@@ -301,7 +336,8 @@ TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
 // dequantized weights and the dequantized int8 activations): only the fp32
 // rounding of the scales and the accumulation remain.
 TEST(QuantMatmul, IsCloseToTheDoubleReferenceOfItsInputs) {
-    const int32_t M = 6, N = 29;
+    const int32_t N = 29;  // the last tile of 8 rows half padding
+    for (int32_t M : {1, 6})  // the one-row (decode) kernel and a row pass
     for (const Shape& shape : {Shape{QuantType::q8_0, 1056}, Shape{QuantType::q4_0, 1056},
                                Shape{QuantType::q4_k, 1024}, Shape{QuantType::q6_k, 1024}}) {
         const int32_t K = shape.K;
@@ -320,7 +356,7 @@ TEST(QuantMatmul, IsCloseToTheDoubleReferenceOfItsInputs) {
                     magnitude += std::fabs(product);
                 }
                 EXPECT_NEAR(ours[r * N + n], sum, 1e-6 * magnitude + 1e-7)
-                    << quant_type_name(shape.type) << " row " << r << " column " << n;
+                    << quant_type_name(shape.type) << " M=" << M << " row " << r << " column " << n;
             }
         }
     }
