@@ -103,7 +103,8 @@ void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void*
                 int32_t sum = 0;
                 for (int32_t g = 0; g < 4; ++g)
                     for (int32_t i = 0; i < 4; ++i) sum += block.q[8 * g + 4 * h + i];
-                block.neg_sum[h] = -sum;
+                block.bias_q8[h] = -128 * sum;
+                block.bias_q4[h] = -8 * sum;
                 block.min_x[h] = -(block.d * static_cast<float>(sum));
             }
         }

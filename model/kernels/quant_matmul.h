@@ -74,14 +74,16 @@ static_assert(sizeof(QuantActivationPair) == 256);
 
 // One activation block of 32 (block b of a row) as the tiled kernels read
 // it, 64 bytes: the same q's and d as the pairs, and per half h (the
-// elements 8g + 4h + i of the block's groups g = 0..3, i = 0..3) the exact
-// negated sum of its q's and q4_k's min term -(d * (float)sum).
+// elements 8g + 4h + i of the block's groups g = 0..3, i = 0..3, whose
+// exact sum is sum_h) the zero-point terms the kernels start their integer
+// sums from, and q4_k's min term.
 struct QuantActivationBlock {
     int8_t q[32];
-    int32_t neg_sum[2];
-    float min_x[2];
+    int32_t bias_q8[2];  // -128 * sum_h (q8_0's weights are stored q + 128)
+    int32_t bias_q4[2];  // -8 * sum_h (q4_0's are nibbles, q + 8)
+    float min_x[2];      // -(d * (float)sum_h)
     float d;
-    int32_t unused[3];
+    int32_t unused;
 };
 static_assert(sizeof(QuantActivationBlock) == 64);
 

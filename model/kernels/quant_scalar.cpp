@@ -177,7 +177,7 @@ inline V16 lanes_u8x8(const uint8_t* p) {
     for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l / 2]);
     return v;
 }
-constexpr int kTiledRows = 2;
+constexpr int kTiledRows = 2, kTiledTiles = 2;
 
 #include "model/kernels/quant_impl.inc"
 #include "model/kernels/quant_tiled_impl.inc"
