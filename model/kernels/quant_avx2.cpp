@@ -40,7 +40,6 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
     return dot_s8s8(acc, prep_s8(I8{_mm256_xor_si256(u.lo, flip), _mm256_xor_si256(u.hi, flip)}), x);
 }
 
-#include "model/kernels/quant_impl.inc"
 #include "model/kernels/quant_tiled_impl.inc"
 
 }  // namespace

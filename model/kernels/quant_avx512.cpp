@@ -41,7 +41,6 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
     return dot_s8s8(acc, prep_s8(I8{_mm512_xor_si512(u.v, _mm512_set1_epi8(static_cast<char>(0x80)))}), x);
 }
 
-#include "model/kernels/quant_impl.inc"
 #include "model/kernels/quant_tiled_impl.inc"
 
 }  // namespace

@@ -30,7 +30,6 @@ inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) { return dot_u8s8
 constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
 
-#include "model/kernels/quant_impl.inc"
 #include "model/kernels/quant_tiled_impl.inc"
 
 }  // namespace

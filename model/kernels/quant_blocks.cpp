@@ -290,7 +290,7 @@ size_t quant_tile_head_bytes(QuantType type, int64_t cols) {
         case QuantType::q8_0:
         case QuantType::q4_0: return pad64(static_cast<size_t>(cols / 32) * 16);
         case QuantType::q4_k: return pad64(static_cast<size_t>(cols / 256) * 160);
-        case QuantType::q6_k: break;
+        case QuantType::q6_k: return pad64(static_cast<size_t>(cols / 256) * 144);
     }
     return 0;
 }
@@ -300,13 +300,12 @@ size_t quant_tile_bytes(QuantType type, int64_t cols) {
         case QuantType::q8_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 256;
         case QuantType::q4_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 128;
         case QuantType::q4_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 1024;
-        case QuantType::q6_k: break;
+        case QuantType::q6_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 1536;
     }
     return 0;
 }
 
 size_t quant_kernel_matrix_bytes(QuantType type, int32_t rows, int32_t cols) {
-    if (!quant_tiled(type)) return quant_row_bytes(type, cols) * static_cast<size_t>(rows);
     const size_t tiles = static_cast<size_t>((rows + kQuantTileRows - 1) / kQuantTileRows);
     return tiles * quant_tile_bytes(type, cols);
 }
@@ -315,10 +314,6 @@ void repack_quant(QuantType type, const void* gguf_rows, int32_t rows, int32_t c
     assert(cols % quant_block_elements(type) == 0);
     const auto* in = static_cast<const uint8_t*>(gguf_rows);
     const size_t row_bytes = quant_row_bytes(type, cols);
-    if (!quant_tiled(type)) {
-        std::memcpy(out, in, row_bytes * static_cast<size_t>(rows));
-        return;
-    }
     const size_t head_bytes = quant_tile_head_bytes(type, cols), tile_bytes = quant_tile_bytes(type, cols);
     const int32_t tiles = (rows + kQuantTileRows - 1) / kQuantTileRows;
     const int32_t blocks = static_cast<int32_t>(cols / quant_block_elements(type));
@@ -368,7 +363,22 @@ void repack_quant(QuantType type, const void* gguf_rows, int32_t rows, int32_t c
                         }
                         break;
                     }
-                    case QuantType::q6_k: break;
+                    case QuantType::q6_k: {
+                        BlockQ6_K block;
+                        std::memcpy(&block, src + sizeof(BlockQ6_K) * b, sizeof block);
+                        uint8_t* head = tile + 144 * b;
+                        std::memcpy(head + 2 * r, &block.d, 2);
+                        for (int32_t i = 0; i < 16; ++i) head[16 + 8 * i + r] = static_cast<uint8_t>(block.scales[i]);
+                        for (int32_t j = 0; j < 8; ++j) {
+                            uint8_t* qj = quants + 1536 * b + 192 * j;
+                            put_nibbles(qj, r, [&](int32_t e) { return q6k_quant(block, 32 * j + e) & 0xF; });
+                            for (int32_t e = 0; e < 32; ++e) {
+                                const int high = q6k_quant(block, 32 * j + e) >> 4;
+                                qj[128 + 8 * r + e % 8] |= static_cast<uint8_t>(high << (2 * (e / 8)));
+                            }
+                        }
+                        break;
+                    }
                 }
             }
         }

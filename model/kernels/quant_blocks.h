@@ -111,18 +111,21 @@ inline int q6k_quant(const BlockQ6_K& b, int e) {
 //         (fp16, row r at r), sc[8][8] and m[8][8] (sub-block j, row r at
 //         8j + r, 6-bit values as bytes); quants at 1024s: sub-block j at
 //         1024s + 128j in q4_0's nibble layout (nibbles = q, 0..15).
-// q6_k is not tiled: its rows are GGUF's as they are.
+//   q6_k, per super-block s: head at 144s: d[8] (fp16), then scales[16][8]
+//         (int8, sub-block i of 16 elements, row r at 16 + 8i + r); quants
+//         at 1536s: block j (elements 32j..32j+31, sub-blocks 2j, 2j+1) at
+//         1536s + 192j: its low 4 bits in q4_0's nibble layout (128 bytes),
+//         then one vector of high 2 bits, group g's at bits 2g, 2g+1 of the
+//         lane byte (q unsigned 0..63, x = d*scale*(q-32)).
 constexpr int32_t kQuantTileRows = 8;
-// Whether `type` has the tiled layout above.
-inline bool quant_tiled(QuantType type) { return type != QuantType::q6_k; }
 // Bytes of one tile's head (padded to 64) and of a whole tile, cols wide.
 size_t quant_tile_head_bytes(QuantType type, int64_t cols);
 size_t quant_tile_bytes(QuantType type, int64_t cols);
 // Bytes of a matrix of `rows` x `cols` in the kernel's layout.
 size_t quant_kernel_matrix_bytes(QuantType type, int32_t rows, int32_t cols);
 // GGUF-layout rows (rows x cols, quant_row_bytes apart) -> the kernel's
-// layout (quant_kernel_matrix_bytes bytes at `out`). Tiled types get their
-// padding rows as zero blocks; q6_k is copied.
+// layout (quant_kernel_matrix_bytes bytes at `out`), padding rows as zero
+// blocks.
 void repack_quant(QuantType type, const void* gguf_rows, int32_t rows, int32_t cols, void* out);
 
 // IEEE half <-> float. fp16_to_float is exact; float_to_fp16 rounds to

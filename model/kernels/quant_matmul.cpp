@@ -100,12 +100,12 @@ void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void*
             std::memcpy(block.q, pair.q + 32 * (b % 2), 32);
             block.d = pair.d[8 * (b % 2)];
             for (int32_t h = 0; h < 2; ++h) {
-                int32_t sum = 0;
+                int32_t sum[2] = {};  // over the sub-blocks of 16 (groups 0-1, 2-3)
                 for (int32_t g = 0; g < 4; ++g)
-                    for (int32_t i = 0; i < 4; ++i) sum += block.q[8 * g + 4 * h + i];
-                block.bias_q8[h] = -128 * sum;
-                block.bias_q4[h] = -8 * sum;
-                block.min_x[h] = -(block.d * static_cast<float>(sum));
+                    for (int32_t i = 0; i < 4; ++i) sum[g / 2] += block.q[8 * g + 4 * h + i];
+                block.bias_q8[h] = -128 * (sum[0] + sum[1]);
+                for (int32_t i = 0; i < 2; ++i) block.bias_q6[2 * i + h] = static_cast<int16_t>(-32 * sum[i]);  // |.| <= 32 * 8 * 127
+                block.min_x[h] = -(block.d * static_cast<float>(sum[0] + sum[1]));
             }
         }
     }

@@ -3,47 +3,56 @@
 //
 // Activations. pack_rows (PackRowsFn) turns each fp32 row of k inputs (k a
 // multiple of 32) into blocks of 32: d = amax/127 of that block and
-// q = round-to-nearest-even(x * (127/amax)) (all 0 when amax == 0). Blocks go
-// in pairs (QuantActivationPair: blocks 2p and 2p+1 of the row, the second
-// all zero when k/32 is odd) with, per 4 consecutive q's, their integer sum
-// (the kernels' zero-point terms need it), the scale repeated per lane, and
-// q4_k's per-block min terms -(d * sum of the block's q's) for the 8 blocks
-// of the pair's super-block. Plain scalar code, the same bits on every path.
+// q = round-to-nearest-even(x * (127/amax)) (all 0 when amax == 0). A row
+// holds them twice: as pairs (QuantActivationPair, for the untiled q6_k
+// kernel: blocks 2p and 2p+1, per 4 q's their sum, the scale per lane, the
+// second block all zero when k/32 is odd) and then as blocks
+// (QuantActivationBlock, for the tiled kernels: the q's, d, and per half h
+// of the block the exact zero-point biases -128*sum_h and -8*sum_h and
+// q4_k's min term -(d * (float)sum_h)). Plain scalar code, the same bits
+// on every path.
 //
-// Weights (WeightMatrix, format q8_0 / q4_0 / q4_k / q6_k): `data` points at
-// `rows` rows of cols/block blocks, `stride` == cols, cols a multiple of the
-// block (32 or 256). q8_0, q4_0 and q6_k are read in their GGUF layout as
-// is; q4_k in BlockQ4_KUnpacked (repack_q4_k in quant_blocks.h, GGUF's block
-// with its 12 packed scale bytes spread out to 8 scales + 8 mins and its
-// nibbles reordered for 64-byte loads).
+// Weights (WeightMatrix, format q8_0 / q4_0 / q4_k / q6_k, stride == cols,
+// cols a multiple of the block, 32 or 256): q8_0, q4_0 and q4_k in tiles of
+// 8 interleaved rows (quant_blocks.h, built by repack_quant from GGUF rows),
+// q6_k in GGUF's rows as they are. The launcher's column ranges start on a
+// multiple of 8 (a tile).
 //
-// Order, for every output element out[m][n] (the same on every path, for
-// any M, n range, tile and thread count; the paths are bit-identical):
+// Order, tiled formats (q8_0, q4_0, q4_k), for every output element
+// out[m][n] (the same on every path, for any M, n range and thread count;
+// the paths are bit-identical). "Half" h of a block of 32 is its elements
+// e with (e % 8) / 4 == h.
+//   P[0] = P[1] = +0. For each block b of 32 input elements in order (q4_k:
+//   sub-block j of super-block s is b = 8s + j):
+//     i_h = the exact integer sum over half h of wq * xq, wq the signed
+//           weight quant (q8_0: q; q4_0: nibble - 8; q4_k: the nibble
+//           0..15), computed as bias + sum of stored * xq, stored the
+//           unsigned quant (q8_0: q + 128)
+//     sw  = the weight scale, exact in fp32: fp16 d (q8_0, q4_0), or
+//           d*sc (q4_k, an fp16 times a 6-bit integer)
+//     P[h] = fmaf(sw * dx, (float)i_h, P[h])         (sw*dx one rounding)
+//     q4_k only, then: P[h] = fmaf(dmin*m, min_x_h, P[h]), dmin*m exact,
+//     min_x_h = -(dx * (float)sum_h) from the activation block.
+//   Finally out = P[0] + P[1].
+// So a tile's 16 lanes are P[h] of its 8 rows (lane 2r + h) and every path
+// runs the same serial chain per lane; no lane tree.
+//
+// Order, q6_k (untiled), for every output element out[m][n]:
 //   acc[0..15] = +0. For each block pair p (input elements 64p..64p+63), lane
 //   l (elements 64p+4l..64p+4l+3, i.e. block 2p + l/8):
-//     ip   = the exact integer sum of the 4 products wq*xq, wq the signed
-//            weight quant (q8_0: q; q4_0: q-8; q6_k: q-32; q4_k: q, 0..15)
-//     sw   = the weight's scale for those 4 elements, exact in fp32: fp16 d
-//            (q8_0, q4_0), d*sc (q4_k, q6_k; products of an fp16 and a 6- or
-//            8-bit integer, exact)
+//     ip   = the exact integer sum of the 4 products (q-32)*xq
+//     sw   = d*scale for those 4 elements, exact in fp32
 //     acc[l] = fmaf(sw * dx[l], (float)ip, acc[l])     (sw*dx one rounding)
-//   where dx[l] is the activation block's d. A missing odd block (k/32 odd)
-//   has q = 0 and d = 0 and still takes the fmaf.
-//   q4_k only, after the 4 pairs 4g..4g+3 of super-block g (and before pair
-//   4g+4), once per lane l = 0..15:
-//     acc[l] = fmaf(mw[l], min_x[l], acc[l])
-//   with mw[l] = d*sc[l] for l < 8 and dmin*m[l-8] for l >= 8 (exact), and
-//   the activation's min_x[l] = +0 for l < 8 and -(dx_b * (float)xsum_b)
-//   for l >= 8, b = 8g + l - 8, xsum_b the exact sum of block b's 32 q's
-//   (one rounding, per row only). Lanes 0-7 so add a signed zero.
-//   Finally out = reduce16(acc): lanes i + i+8, then i + i+4, i + i+2,
-//   i + i+1 (kernels/vec16_*.h).
+//   where dx[l] is the activation block's d. Finally out = reduce16(acc):
+//   lanes i + i+8, then i + i+4, i + i+2, i + i+1 (kernels/vec16_*.h).
 //
 // Paths: scalar (the reference), avx2 (u8 x s8 dot by VPMADDUBSW + VPMADDWD),
-// avx2 with AVX-VNNI (VPDPBUSD ymm), avx512 (BW emulation on zmm) and
-// avx512 with AVX512-VNNI (VPDPBUSD zmm). Every integer partial is exact on
-// all of them (no saturation: |q8 weight| <= 128 against |xq| <= 127 pairs
-// for VPMADDUBSW, 4-bit and 6-bit weights well inside it), so the bits agree.
+// avx2 with AVX-VNNI (VPDPBUSD ymm, a tile as two ymm of 4 rows), avx512 (BW
+// emulation on zmm) and avx512 with AVX512-VNNI (VPDPBUSD zmm). Every
+// integer partial is exact on all of them: q8_0's q + 128 would overflow
+// VPMADDUBSW's int16 pairs, so the emulated paths take q back (stored ^
+// 0x80) and multiply |q| by x with q's sign and no bias (the same integer);
+// 4- and 6-bit weights are well inside it.
 #pragma once
 
 #include <algorithm>
@@ -79,9 +88,13 @@ static_assert(sizeof(QuantActivationPair) == 256);
 // sums from, and q4_k's min term.
 struct QuantActivationBlock {
     int8_t q[32];
-    int32_t bias_q8[2];  // -128 * sum_h (q8_0's weights are stored q + 128)
-    int32_t bias_q4[2];  // -8 * sum_h (q4_0's are nibbles, q + 8)
-    float min_x[2];      // -(d * (float)sum_h)
+    // -128 * sum_h (q8_0's weights are stored q + 128; q4_0's, q + 8, take
+    // it shifted right by 4).
+    int32_t bias_q8[2];
+    // q6_k's (stored q, 0..63, for q - 32): -32 * the sum of half h of the
+    // block's 16-element sub-block i (elements 16i..16i+15), at 2i + h.
+    int16_t bias_q6[4];
+    float min_x[2];  // q4_k's min term -(d * (float)sum_h)
     float d;
     int32_t unused;
 };

@@ -172,6 +172,29 @@ inline V16 lanes_fp16x8(const uint16_t* p) {
     for (int l = 0; l < 16; ++l) v.lane[l] = fp16_to_float(h[l / 2]);
     return v;
 }
+template <int S>
+inline I32 sra(const I32& v) {
+    I32 r;
+    for (int l = 0; l < 16; ++l) r.l[l] = v.l[l] >> S;  // arithmetic (C++20)
+    return r;
+}
+inline I32 bcast_i16x2(const int16_t* p) {
+    I32 v;
+    for (int l = 0; l < 16; ++l) v.l[l] = p[l % 2];
+    return v;
+}
+template <int G>
+inline I8 with_high(const I8& low, const I8& high) {
+    I8 r;
+    for (int i = 0; i < 64; ++i)
+        r.b[i] = static_cast<int8_t>(low.b[i] | (((static_cast<uint8_t>(high.b[i]) >> (2 * G)) & 3) << 4));
+    return r;
+}
+inline V16 lanes_i8x8(const int8_t* p) {
+    V16 v;
+    for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l / 2]);
+    return v;
+}
 inline V16 lanes_u8x8(const uint8_t* p) {
     V16 v;
     for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l / 2]);
@@ -179,7 +202,6 @@ inline V16 lanes_u8x8(const uint8_t* p) {
 }
 constexpr int kTiledRows = 2, kTiledTiles = 2;
 
-#include "model/kernels/quant_impl.inc"
 #include "model/kernels/quant_tiled_impl.inc"
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q8_0, 16, 128), 2u * (64 + 4 * 256));
     EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_0, 9, 96), 2u * (64 + 3 * 128));
     EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_k, 8, 512), 320u + 2 * 1024);
-    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q6_k, 3, 256), 3u * 210);
+    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q6_k, 3, 256), 192u + 1536);
     // two pairs, then 3 blocks padded to 4
     EXPECT_EQ(quant_activation_row_bytes(96), 512u + 4 * 64);
 }
@@ -259,6 +259,24 @@ TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithLaneSums) {
         EXPECT_EQ(pairs[0].sum4[l], pairs[0].q[4 * l] + pairs[0].q[4 * l + 1] + pairs[0].q[4 * l + 2] + pairs[0].q[4 * l + 3]);
     for (int i = 0; i < 64; ++i) EXPECT_EQ(pairs[1].q[i], 0);
     for (int l = 0; l < 16; ++l) EXPECT_EQ(pairs[1].d[l], 0.0f);
+    // The tiled kernels' blocks after the pairs: the same q's and d, and per
+    // half (elements 8g + 4h + i) the zero-point biases and q4_k's min term.
+    const auto* blocks = reinterpret_cast<const QuantActivationBlock*>(packed.data() + 2 * sizeof(QuantActivationPair));
+    for (int b = 0; b < 4; ++b) {
+        const QuantActivationBlock& block = blocks[b];
+        int32_t sum[2][2] = {};  // [sub-block of 16][half]
+        for (int e = 0; e < 32; ++e) {
+            EXPECT_EQ(block.q[e], b < 3 ? pairs[b / 2].q[32 * (b % 2) + e] : 0);
+            sum[e / 16][e % 8 / 4] += block.q[e];
+        }
+        EXPECT_EQ(block.d, b < 3 ? pairs[b / 2].d[8 * (b % 2)] : 0.0f);
+        for (int h = 0; h < 2; ++h) {
+            EXPECT_EQ(block.bias_q8[h], -128 * (sum[0][h] + sum[1][h]));
+            EXPECT_EQ(block.bias_q6[h], -32 * sum[0][h]);
+            EXPECT_EQ(block.bias_q6[2 + h], -32 * sum[1][h]);
+            EXPECT_EQ(block.min_x[h], -(block.d * static_cast<float>(sum[0][h] + sum[1][h])));
+        }
+    }
     // q4_k's min terms: -(d * sum of q) per block, in lanes 8.., both pairs alike
     int32_t sum0 = 0, sum1 = 0;
     for (int i = 0; i < 32; ++i) sum0 += pairs[0].q[i], sum1 += pairs[0].q[32 + i];
