@@ -22,22 +22,15 @@ inline __m256i dot8(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) { return {dot8(acc.lo, u.lo, s.lo), dot8(acc.hi, u.hi, s.hi)}; }
-// q8_0 as |w| times x with w's sign (VPSIGNB): 128 * 127 * 2 fits int16.
-struct W8 {
-    I8 magnitude, sign;
-};
-inline W8 prep_s8(const I8& w) { return {{_mm256_abs_epi8(w.lo), _mm256_abs_epi8(w.hi)}, w}; }
-inline I32 s8_bias(const I32&) { return zero_i32(); }
-inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) {
-    return dot_u8s8(bias, w.magnitude, {_mm256_sign_epi8(x.lo, w.sign.lo), _mm256_sign_epi8(x.hi, w.sign.hi)});
-}
-
-// q8_0's stored q+128 would overflow VPMADDUBSW's int16 pairs; back to
-// q = stored ^ 0x80, then |q| times x with q's sign (no bias).
+// q8_0's stored q+128 would overflow VPMADDUBSW's int16 pairs: back to
+// q = stored ^ 0x80, then |q| times x with q's sign (VPSIGNB), no bias;
+// 128 * 127 * 2 fits int16.
 constexpr bool kQ8Bias = false;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    return dot_s8s8(acc, prep_s8(I8{_mm256_xor_si256(u.lo, flip), _mm256_xor_si256(u.hi, flip)}), x);
+    const __m256i q_lo = _mm256_xor_si256(u.lo, flip), q_hi = _mm256_xor_si256(u.hi, flip);
+    return dot_u8s8(acc, {_mm256_abs_epi8(q_lo), _mm256_abs_epi8(q_hi)},
+                    {_mm256_sign_epi8(x.lo, q_lo), _mm256_sign_epi8(x.hi, q_hi)});
 }
 
 #include "model/kernels/quant_tiled_impl.inc"

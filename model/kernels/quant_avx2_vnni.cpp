@@ -22,14 +22,6 @@ using namespace avx2;  // V16 and its operations
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
     return {_mm256_dpbusd_avx_epi32(acc.lo, u.lo, s.lo), _mm256_dpbusd_avx_epi32(acc.hi, u.hi, s.hi)};
 }
-using W8 = I8;
-inline W8 prep_s8(const I8& w) {
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    return {_mm256_xor_si256(w.lo, flip), _mm256_xor_si256(w.hi, flip)};
-}
-inline I32 s8_bias(const I32& sum4) { return neg_shl<7>(sum4); }
-inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) { return dot_u8s8(bias, w, x); }
-
 // q8_0's stored q+128 against x, the -128 * sum bias in acc: VPDPBUSD as is.
 constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }

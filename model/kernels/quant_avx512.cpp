@@ -22,23 +22,14 @@ inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
     const __m512i pairs = _mm512_maddubs_epi16(u.v, s.v);
     return {_mm512_add_epi32(acc.v, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)))};
 }
-// q8_0 as |w| times x with w's sign: 128 * 127 * 2 fits VPMADDUBSW's int16.
-struct W8 {
-    __m512i magnitude;
-    __mmask64 negative;
-};
-inline W8 prep_s8(const I8& w) { return {_mm512_abs_epi8(w.v), _mm512_movepi8_mask(w.v)}; }
-inline I32 s8_bias(const I32&) { return zero_i32(); }
-inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) {
-    const __m512i signed_x = _mm512_mask_sub_epi8(x.v, w.negative, _mm512_setzero_si512(), x.v);
-    return dot_u8s8(bias, I8{w.magnitude}, I8{signed_x});
-}
-
-// q8_0's stored q+128 would overflow VPMADDUBSW's int16 pairs; back to
-// q = stored ^ 0x80, then |q| times x with q's sign (no bias).
+// q8_0's stored q+128 would overflow VPMADDUBSW's int16 pairs: back to
+// q = stored ^ 0x80, then |q| times x negated where q < 0, no bias;
+// 128 * 127 * 2 fits int16.
 constexpr bool kQ8Bias = false;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
-    return dot_s8s8(acc, prep_s8(I8{_mm512_xor_si512(u.v, _mm512_set1_epi8(static_cast<char>(0x80)))}), x);
+    const __m512i q = _mm512_xor_si512(u.v, _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __m512i signed_x = _mm512_mask_sub_epi8(x.v, _mm512_movepi8_mask(q), _mm512_setzero_si512(), x.v);
+    return dot_u8s8(acc, I8{_mm512_abs_epi8(q)}, I8{signed_x});
 }
 
 #include "model/kernels/quant_tiled_impl.inc"

@@ -1,5 +1,5 @@
 // The avx512 path of the quantized matmul with AVX512-VNNI: VPDPBUSD zmm.
-// q8_0's signed weights go in offset by 128 (w ^ 0x80, unsigned) and the
+// q8_0's weights are stored offset by 128 (unsigned, repack_quant) and the
 // accumulator starts at -128 * (sum of the 4 activations), so the lanes hold
 // the same exact integers as the other paths.
 #include <immintrin.h>
@@ -21,11 +21,6 @@ using namespace avx512;  // V16 and its operations
 #include "model/kernels/quant_ops_avx512.inc"
 
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) { return {_mm512_dpbusd_epi32(acc.v, u.v, s.v)}; }
-using W8 = I8;
-inline W8 prep_s8(const I8& w) { return {_mm512_xor_si512(w.v, _mm512_set1_epi8(static_cast<char>(0x80)))}; }
-inline I32 s8_bias(const I32& sum4) { return neg_shl<7>(sum4); }
-inline I32 dot_s8s8(const I32& bias, const W8& w, const I8& x) { return dot_u8s8(bias, w, x); }
-
 // q8_0's stored q+128 against x, the -128 * sum bias in acc: VPDPBUSD as is.
 constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }

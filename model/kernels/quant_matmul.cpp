@@ -55,56 +55,24 @@ const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant, &quant_av
 
 }  // namespace
 
-size_t quant_activation_row_bytes(int32_t k) {
-    return quant_activation_pairs_bytes(k) + static_cast<size_t>((k / 32 + 3) / 4 * 4) * sizeof(QuantActivationBlock);
-}
+size_t quant_activation_row_bytes(int32_t k) { return static_cast<size_t>(k / 32) * sizeof(QuantActivationBlock); }
 
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed) {
     assert(k % 32 == 0);
-    const int32_t pairs = (k + 63) / 64;
-    const size_t row_bytes = quant_activation_row_bytes(k);
+    auto* out = static_cast<QuantActivationBlock*>(packed);
     for (int32_t r = 0; r < rows; ++r) {
-        auto* out = reinterpret_cast<QuantActivationPair*>(static_cast<char*>(packed) + r * row_bytes);
         const float* row = x + static_cast<size_t>(r) * ldx;
-        for (int32_t p = 0; p < pairs; ++p) {
-            QuantActivationPair& pair = out[p];
-            for (int32_t half = 0; half < 2; ++half) {
-                const int32_t begin = 64 * p + 32 * half;
-                float d = 0.0f;
-                quantize_activation_block(row + std::min(begin, k), std::clamp(k - begin, 0, 32), pair.q + 32 * half, d);
-                for (int32_t l = 0; l < 8; ++l) pair.d[8 * half + l] = d;
-            }
-            for (int32_t l = 0; l < 16; ++l)
-                pair.sum4[l] = pair.q[4 * l] + pair.q[4 * l + 1] + pair.q[4 * l + 2] + pair.q[4 * l + 3];
-        }
-        // Every pair of a super-block (4 pairs, 8 blocks) carries its 8 min terms.
-        QuantActivationPair* row_pairs = out;
-        for (int32_t g = 0; 4 * g < pairs; ++g) {
-            float min_x[16] = {};
-            for (int32_t i = 0; i < 8; ++i) {
-                const int32_t p = 4 * g + i / 2;
-                if (p >= pairs) break;
-                int32_t xsum = 0;
-                for (int32_t l = 8 * (i % 2); l < 8 * (i % 2) + 8; ++l) xsum += row_pairs[p].sum4[l];
-                min_x[8 + i] = -(row_pairs[p].d[8 * (i % 2)] * static_cast<float>(xsum));
-            }
-            for (int32_t p = 4 * g; p < std::min(pairs, 4 * g + 4); ++p) std::memcpy(row_pairs[p].min_x, min_x, sizeof min_x);
-        }
-        // The tiled kernels' blocks, from the same q's and d's.
-        auto* blocks = reinterpret_cast<QuantActivationBlock*>(out + pairs);
-        for (int32_t b = 0; b < (k / 32 + 3) / 4 * 4; ++b) {
-            QuantActivationBlock& block = blocks[b];
+        for (int32_t b = 0; b < k / 32; ++b) {
+            QuantActivationBlock& block = out[static_cast<size_t>(r) * (k / 32) + b];
             block = QuantActivationBlock{};
-            if (b >= k / 32) continue;
-            const QuantActivationPair& pair = row_pairs[b / 2];
-            std::memcpy(block.q, pair.q + 32 * (b % 2), 32);
-            block.d = pair.d[8 * (b % 2)];
+            quantize_activation_block(row + 32 * b, 32, block.q, block.d);
             for (int32_t h = 0; h < 2; ++h) {
                 int32_t sum[2] = {};  // over the sub-blocks of 16 (groups 0-1, 2-3)
                 for (int32_t g = 0; g < 4; ++g)
                     for (int32_t i = 0; i < 4; ++i) sum[g / 2] += block.q[8 * g + 4 * h + i];
                 block.bias_q8[h] = -128 * (sum[0] + sum[1]);
-                for (int32_t i = 0; i < 2; ++i) block.bias_q6[2 * i + h] = static_cast<int16_t>(-32 * sum[i]);  // |.| <= 32 * 8 * 127
+                // |.| <= 32 * 8 * 127, an int16
+                for (int32_t i = 0; i < 2; ++i) block.bias_q6[2 * i + h] = static_cast<int16_t>(-32 * sum[i]);
                 block.min_x[h] = -(block.d * static_cast<float>(sum[0] + sum[1]));
             }
         }
@@ -112,11 +80,8 @@ void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void*
 }
 
 void unpack_row_quant(const void* packed_row, int32_t k, float* x) {
-    const auto* pairs = static_cast<const QuantActivationPair*>(packed_row);
-    for (int32_t i = 0; i < k; ++i) {
-        const QuantActivationPair& pair = pairs[i / 64];
-        x[i] = pair.d[(i % 64) / 4] * static_cast<float>(pair.q[i % 64]);
-    }
+    const auto* blocks = static_cast<const QuantActivationBlock*>(packed_row);
+    for (int32_t i = 0; i < k; ++i) x[i] = blocks[i / 32].d * static_cast<float>(blocks[i / 32].q[i % 32]);
 }
 
 bool quant_vnni_supported(Isa isa) {

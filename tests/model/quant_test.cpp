@@ -1,6 +1,7 @@
 // Quantized weights and the int8 matmul: the GGUF block layouts (against
 // blocks llama.cpp wrote and its own dequantization of them), the
-// quantizers' error, the activation packing, every path bit-identical to
+// quantizers' error, the kernel's tiled layout, the activation packing,
+// every path bit-identical to
 // scalar, rows independent of their batch and of the column split, and the
 // kernel close to a double-precision sum over what it multiplies.
 #include <gtest/gtest.h>
@@ -97,8 +98,7 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_0, 9, 96), 2u * (64 + 3 * 128));
     EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_k, 8, 512), 320u + 2 * 1024);
     EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q6_k, 3, 256), 192u + 1536);
-    // two pairs, then 3 blocks padded to 4
-    EXPECT_EQ(quant_activation_row_bytes(96), 512u + 4 * 64);
+    EXPECT_EQ(quant_activation_row_bytes(96), 3u * 64);
 }
 
 // quant_blocks.h's tiled layout, spelled out for q8_0 and q4_0: lane 2r + h
@@ -236,40 +236,30 @@ TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
     }
 }
 
-TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithLaneSums) {
-    const int32_t K = 96;  // three blocks: the second pair's second block is padding
+TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithHalfSums) {
+    const int32_t K = 96;  // three blocks, the third all zero
     std::vector<float> x(K, 0.0f);
     for (int32_t i = 0; i < 32; ++i) x[i] = static_cast<float>(i - 16) / 16.0f;  // amax 1 (at -1)
     x[33] = -127.0f;  // amax of block 1: its scale is 1 and x * (127/amax) exact
     x[34] = 0.5f;     // ties go to even: 0
     x[35] = 1.5f;     // 2
     x[36] = 2.5f;     // 2
-    // block 2 stays all zero
     const auto packed = pack(x, 1, K);
-    const auto* pairs = reinterpret_cast<const QuantActivationPair*>(packed.data());
-    EXPECT_EQ(pairs[0].d[0], 1.0f / 127.0f);
-    EXPECT_EQ(pairs[0].q[0], -127);
-    EXPECT_EQ(pairs[0].q[8], static_cast<int8_t>(std::nearbyint(-0.5f * 127.0f)));  // -63.5 -> -64
-    EXPECT_EQ(pairs[0].d[8], 1.0f);
-    EXPECT_EQ(pairs[0].q[33], -127);
-    EXPECT_EQ(pairs[0].q[34], 0);
-    EXPECT_EQ(pairs[0].q[35], 2);
-    EXPECT_EQ(pairs[0].q[36], 2);
-    for (int l = 0; l < 16; ++l)
-        EXPECT_EQ(pairs[0].sum4[l], pairs[0].q[4 * l] + pairs[0].q[4 * l + 1] + pairs[0].q[4 * l + 2] + pairs[0].q[4 * l + 3]);
-    for (int i = 0; i < 64; ++i) EXPECT_EQ(pairs[1].q[i], 0);
-    for (int l = 0; l < 16; ++l) EXPECT_EQ(pairs[1].d[l], 0.0f);
-    // The tiled kernels' blocks after the pairs: the same q's and d, and per
-    // half (elements 8g + 4h + i) the zero-point biases and q4_k's min term.
-    const auto* blocks = reinterpret_cast<const QuantActivationBlock*>(packed.data() + 2 * sizeof(QuantActivationPair));
-    for (int b = 0; b < 4; ++b) {
+    ASSERT_EQ(packed.size(), 3 * sizeof(QuantActivationBlock));
+    const auto* blocks = reinterpret_cast<const QuantActivationBlock*>(packed.data());
+    EXPECT_EQ(blocks[0].d, 1.0f / 127.0f);
+    EXPECT_EQ(blocks[0].q[0], -127);
+    EXPECT_EQ(blocks[0].q[8], static_cast<int8_t>(std::nearbyint(-0.5f * 127.0f)));  // -63.5 -> -64
+    EXPECT_EQ(blocks[1].d, 1.0f);
+    EXPECT_EQ(blocks[1].q[1], -127);
+    EXPECT_EQ(blocks[1].q[2], 0);
+    EXPECT_EQ(blocks[1].q[3], 2);
+    EXPECT_EQ(blocks[1].q[4], 2);
+    // per half (elements 8g + 4h + i) the zero-point biases and q4_k's min term
+    for (int b = 0; b < 3; ++b) {
         const QuantActivationBlock& block = blocks[b];
         int32_t sum[2][2] = {};  // [sub-block of 16][half]
-        for (int e = 0; e < 32; ++e) {
-            EXPECT_EQ(block.q[e], b < 3 ? pairs[b / 2].q[32 * (b % 2) + e] : 0);
-            sum[e / 16][e % 8 / 4] += block.q[e];
-        }
-        EXPECT_EQ(block.d, b < 3 ? pairs[b / 2].d[8 * (b % 2)] : 0.0f);
+        for (int e = 0; e < 32; ++e) sum[e / 16][e % 8 / 4] += block.q[e];
         for (int h = 0; h < 2; ++h) {
             EXPECT_EQ(block.bias_q8[h], -128 * (sum[0][h] + sum[1][h]));
             EXPECT_EQ(block.bias_q6[h], -32 * sum[0][h]);
@@ -277,17 +267,9 @@ TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithLaneSums) {
             EXPECT_EQ(block.min_x[h], -(block.d * static_cast<float>(sum[0][h] + sum[1][h])));
         }
     }
-    // q4_k's min terms: -(d * sum of q) per block, in lanes 8.., both pairs alike
-    int32_t sum0 = 0, sum1 = 0;
-    for (int i = 0; i < 32; ++i) sum0 += pairs[0].q[i], sum1 += pairs[0].q[32 + i];
-    for (const QuantActivationPair& pair : {pairs[0], pairs[1]}) {
-        for (int l = 0; l < 8; ++l) EXPECT_EQ(float_bits(pair.min_x[l]), 0u);
-        EXPECT_EQ(pair.min_x[8], -(pairs[0].d[0] * static_cast<float>(sum0)));
-        EXPECT_EQ(pair.min_x[9], -(pairs[0].d[8] * static_cast<float>(sum1)));
-        EXPECT_EQ(float_bits(pair.min_x[10]), 0x80000000u);  // blocks 2 and 3 (padding): -(0 * 0)
-        EXPECT_EQ(float_bits(pair.min_x[11]), 0x80000000u);
-        for (int l = 12; l < 16; ++l) EXPECT_EQ(float_bits(pair.min_x[l]), 0u);  // in no pair
-    }
+    for (int e = 0; e < 32; ++e) EXPECT_EQ(blocks[2].q[e], 0);
+    EXPECT_EQ(blocks[2].d, 0.0f);
+    EXPECT_EQ(float_bits(blocks[2].min_x[0]), 0x80000000u);  // -(0 * 0)
 }
 
 struct Shape {
