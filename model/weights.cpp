@@ -83,7 +83,10 @@ void Weights::report_progress(const std::string& what) {
     if (!options_.progress) return;
     const auto now = std::chrono::steady_clock::now();
     const double running = std::chrono::duration<double>(now - load_start_).count();
-    if (running < 3.0 || std::chrono::duration<double>(now - last_progress_).count() < 2.0) return;
+    if (running < options_.progress_after_seconds ||
+        std::chrono::duration<double>(now - last_progress_).count() < options_.progress_every_seconds) {
+        return;
+    }
     last_progress_ = now;
     const int32_t total = 7 * config_.num_layers + 1;
     char line[256];

@@ -56,6 +56,8 @@ struct WeightOptions {
     // a few seconds, with a line saying how far it is (a quantizing load of
     // a large model takes a while); may be empty.
     std::function<void(const std::string& line)> progress;
+    double progress_after_seconds = 3.0;  // the first line comes this far into the load
+    double progress_every_seconds = 2.0;  // and the next ones this far apart
 };
 
 class Weights {

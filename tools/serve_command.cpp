@@ -154,7 +154,7 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     } else {
         model::WeightOptions weight_options;
         if (!config.quantize.empty()) weight_options.quantize = model::kernels::parse_quant_type(config.quantize);
-        weight_options.progress = [](const std::string& line) { spdlog::info("loading: {}", line); };
+        weight_options.progress = [](const std::string& line) { std::fprintf(stderr, "tensorfold serve: %s\n", line.c_str()); };
         backend = model::load_cpu_backend(config.model_dir, config.threads, weight_options);
     }
     const double load_ms =

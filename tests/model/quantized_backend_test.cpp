@@ -57,6 +57,25 @@ TEST_P(QuantizedBackend, EveryMatmulWeightTakesTheFormatOrItsQ8Fallback) {
     EXPECT_LT(w.matmul_bytes(), bf16->weights().matmul_bytes() * (type == QuantType::q8_0 || k_quant ? 0.6 : 0.32));
 }
 
+// A long load says how far it is (the thresholds are set to zero here so
+// that every matrix reports).
+TEST_P(QuantizedBackend, ALongLoadReportsItsProgress) {
+    std::vector<std::string> lines;
+    WeightOptions options;
+    options.quantize = GetParam();
+    options.progress = [&](const std::string& line) { lines.push_back(line); };
+    options.progress_after_seconds = options.progress_every_seconds = 0;
+    auto weights = Weights::load(tinycode_dir(), options);
+    ASSERT_EQ(lines.size(), 7u * 8 + 1) << "one line per matrix of tinycode's 8 layers and lm_head";
+    EXPECT_NE(lines.front().find(std::string("quantizing to ") + kernels::quant_type_name(GetParam()) + ": matrix 1 of 57"),
+              std::string::npos) << lines.front();
+    EXPECT_NE(lines.back().find("matrix 57 of 57"), std::string::npos) << lines.back();
+    options.progress_after_seconds = 3600;
+    lines.clear();
+    Weights::load(tinycode_dir(), options);
+    EXPECT_TRUE(lines.empty()) << "a quick load says nothing";
+}
+
 TEST_P(QuantizedBackend, ARowGetsTheSameBitsInAnyBatchWithAnyThreadCount) {
     auto backend = quantized(GetParam(), 2);
     const auto tokens = random_tokens(kTokens, backend->config().vocab_size, 42);
