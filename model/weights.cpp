@@ -110,7 +110,15 @@ WeightMatrix Weights::quantized_matrix(const TensorView& t, kernels::QuantType t
     });
     uint8_t* data = aligned_bytes(kernels::quant_kernel_matrix_bytes(type, rows, cols), t.name);
     owned_.emplace_back(data);
-    kernels::repack_quant(type, gguf.data(), rows, cols, data);
+    // Tiles are independent: every core repacks its share of them.
+    const int32_t tiles = (rows + kernels::kQuantTileRows - 1) / kernels::kQuantTileRows;
+    const size_t tile_bytes = kernels::quant_tile_bytes(type, cols);
+    on_every_core(tiles, 16, [&](int64_t begin, int64_t end) {
+        const auto first_row = static_cast<int32_t>(begin * kernels::kQuantTileRows);
+        const int32_t count = std::min<int32_t>(rows, static_cast<int32_t>(end * kernels::kQuantTileRows)) - first_row;
+        kernels::repack_quant(type, gguf.data() + static_cast<size_t>(first_row) * gguf_row_bytes, count, cols,
+                              data + static_cast<size_t>(begin) * tile_bytes);
+    });
     WeightMatrix w;
     w.data = data;
     w.format = kernels::weight_format(type);
