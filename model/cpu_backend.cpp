@@ -216,11 +216,7 @@ void CpuBackend::run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob>
     // One input for every job, so one kind of kernel for all of them.
     const bool quantized = kernels::is_quantized(jobs.begin()->w->format);
     for ([[maybe_unused]] const kernels::MatmulJob& job : jobs) assert(kernels::is_quantized(job.w->format) == quantized);
-    if (quantized) {
-        kernels::quant_matmul(*quant_, pool_, split_.data(), M, jobs);
-    } else {
-        kernels::matmul(*kernels_, pool_, split_.data(), M, jobs);
-    }
+    kernels::matmul(quantized ? quant_->matmul : kernels_->matmul, pool_, split_.data(), M, jobs);
 }
 
 void CpuBackend::norm_and_pack(const float* norm_weight, const WeightMatrix& consumer, int32_t M) {

@@ -239,16 +239,13 @@ void Weights::embed(int32_t token, float* out) const {
 
 size_t Weights::matmul_bytes() const {
     auto bytes = [](const WeightMatrix& m) {
+        if (kernels::is_quantized(m.format))
+            return kernels::quant_kernel_matrix_bytes(kernels::quant_type(m.format), m.rows, m.cols);
         switch (m.format) {
             case kernels::WeightFormat::bf16: return static_cast<size_t>(m.rows) * m.stride * 2;
             case kernels::WeightFormat::bf16_tiled: return static_cast<size_t>(kernels::tiled_rows(m.rows)) * m.stride * 2;
-            case kernels::WeightFormat::f32_split: return static_cast<size_t>(m.rows) * m.stride * 4;
-            case kernels::WeightFormat::q8_0: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q8_0, m.rows, m.cols);
-            case kernels::WeightFormat::q4_0: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q4_0, m.rows, m.cols);
-            case kernels::WeightFormat::q4_k: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q4_k, m.rows, m.cols);
-            case kernels::WeightFormat::q6_k: return kernels::quant_kernel_matrix_bytes(kernels::QuantType::q6_k, m.rows, m.cols);
+            default: return static_cast<size_t>(m.rows) * m.stride * 4;  // f32_split
         }
-        return size_t{0};
     };
     size_t total = bytes(lm_head_);
     for (const LayerWeights& l : layers_) {
@@ -269,14 +266,12 @@ std::string Weights::summary() const {
     std::snprintf(text, sizeof text, "%s weights %.0f MiB (quantized from %s in %.1f s", type, mib, source_dtype_.c_str(),
                   prepare_ms_ / 1e3);
     std::string out = text;
+    auto matrices = [](int32_t n) { return "; " + std::to_string(n) + (n == 1 ? " matrix" : " matrices"); };
     if (fallback_q8_0_ > 0) {
-        out += "; " + std::to_string(fallback_q8_0_) + " matri" + (fallback_q8_0_ == 1 ? "x" : "ces") +
-               " q8_0: rows not a multiple of " + std::to_string(kernels::quant_block_elements(*options_.quantize));
+        out += matrices(fallback_q8_0_) + " q8_0: rows not a multiple of " +
+               std::to_string(kernels::quant_block_elements(*options_.quantize));
     }
-    if (fallback_bf16_ > 0) {
-        out += "; " + std::to_string(fallback_bf16_) + " matri" + (fallback_bf16_ == 1 ? "x" : "ces") +
-               " unquantized: rows not a multiple of 32";
-    }
+    if (fallback_bf16_ > 0) out += matrices(fallback_bf16_) + " unquantized: rows not a multiple of 32";
     return out + ")";
 }
 

@@ -61,13 +61,13 @@ struct MatmulJob {
     int32_t ldo;
 };
 
-// Runs every job on the M rows of `xs`, packed by kernels.pack_rows (so
-// kernels.row_bytes(K) bytes apart), in one parallel region. Columns go to
-// threads in groups of one weight tile (kTileRows), contiguously across the
-// jobs, so q/k/v (or gate/up) share one fork-join and a thread streams
-// whole tiles.
-inline void matmul(const KernelTable& kernels, ThreadPool& pool, const void* xs, int32_t M,
-                   std::initializer_list<MatmulJob> jobs) {
+// Runs `kernel` for every job on the M rows of `xs` (packed as that kernel
+// reads them), in one parallel region. Columns go to threads in groups of
+// one weight tile (kTileRows), contiguously across the jobs, so q/k/v (or
+// gate/up) share one fork-join and a thread streams whole tiles. The float
+// kernels (KernelTable) and the quantized ones (quant_matmul.h) both run
+// through here.
+inline void matmul(MatmulFn kernel, ThreadPool& pool, const void* xs, int32_t M, std::initializer_list<MatmulJob> jobs) {
     constexpr int32_t kGroup = kTileRows;
     int64_t groups = 0;
     for (const MatmulJob& job : jobs) {
@@ -85,11 +85,18 @@ inline void matmul(const KernelTable& kernels, ThreadPool& pool, const void* xs,
             if (lo < hi) {
                 const auto n_begin = static_cast<int32_t>((lo - first) * kGroup);
                 const auto n_end = static_cast<int32_t>(std::min<int64_t>((hi - first) * kGroup, job.w->rows));
-                kernels.matmul(xs, M, *job.w, n_begin, n_end, job.out, job.ldo);
+                kernel(xs, M, *job.w, n_begin, n_end, job.out, job.ldo);
             }
             first += count;
         }
     });
+}
+
+// The float path's kernel on rows packed by kernels.pack_rows
+// (kernels.row_bytes(K) bytes apart).
+inline void matmul(const KernelTable& kernels, ThreadPool& pool, const void* xs, int32_t M,
+                   std::initializer_list<MatmulJob> jobs) {
+    matmul(kernels.matmul, pool, xs, M, jobs);
 }
 
 }  // namespace tf::model::kernels

@@ -106,15 +106,12 @@ const QuantKernels& quant_kernels(Isa isa);
 // Forced: vnni on a CPU without it (or for scalar) throws std::invalid_argument.
 const QuantKernels& quant_kernels(Isa isa, bool vnni);
 
-// The launcher: as kernels::matmul (matmul.h), every job on the M packed
-// rows of `xs`, columns split over threads in groups of 8.
+// The launcher of matmul.h with the quantized kernel: every job on the M
+// rows of `xs` packed by pack_rows_quant, columns split over threads in
+// whole tiles of 8.
 inline void quant_matmul(const QuantKernels& kernels, ThreadPool& pool, const void* xs, int32_t M,
                          std::initializer_list<MatmulJob> jobs) {
-    KernelTable table;  // the launcher only calls .matmul
-    table.isa = kernels.isa;
-    table.pack_rows = kernels.pack_rows;
-    table.matmul = kernels.matmul;
-    matmul(table, pool, xs, M, jobs);
+    matmul(kernels.matmul, pool, xs, M, jobs);
 }
 
 // Quantized WeightFormat <-> QuantType.
@@ -130,6 +127,15 @@ inline WeightFormat weight_format(QuantType type) {
         case QuantType::q6_k: return WeightFormat::q6_k;
     }
     return WeightFormat::q8_0;
+}
+// The type of a quantized format (is_quantized(format) must hold).
+inline QuantType quant_type(WeightFormat format) {
+    switch (format) {
+        case WeightFormat::q4_0: return QuantType::q4_0;
+        case WeightFormat::q4_k: return QuantType::q4_k;
+        case WeightFormat::q6_k: return QuantType::q6_k;
+        default: assert(format == WeightFormat::q8_0); return QuantType::q8_0;
+    }
 }
 
 }  // namespace tf::model::kernels
