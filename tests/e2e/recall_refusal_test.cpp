@@ -28,15 +28,19 @@ protected:
     static void make_template() {
         scratch_ = new TempDir;
         const std::string record = *scratch_ / "template";
+        std::string log;
         {
             ServerProcess server({"--recall-dir", record});
             ASSERT_TRUE(server.listening()) << server.output();
-            const Response r = server.post("/v1/completions",
-                                           R"({"model":"tinycode","prompt":"def add(a, b):\n","max_tokens":24})");
+            // Greedy: a sampled reply may stop after a few tokens, and a
+            // prompt and reply shorter than 17 ids are too short to record.
+            const Response r = server.post(
+                "/v1/completions", R"({"model":"tinycode","prompt":"def add(a, b):\n","max_tokens":24,"temperature":0})");
             ASSERT_EQ(r.status, 200) << r.body;
             ASSERT_EQ(server.stop(), 0) << server.output();  // SIGTERM: the writer takes its adds first
+            log = r.body + "\n" + server.output();
         }
-        ASSERT_TRUE(fs::exists(record + "/chunk-000000000001.ids"));
+        ASSERT_TRUE(fs::exists(record + "/chunk-000000000001.ids")) << log;
         const std::string model = *scratch_ / "broken-weights";
         fs::create_directory(model);
         for (const auto& entry : fs::directory_iterator(tinycode_dir())) {
