@@ -147,6 +147,15 @@ Checkpoint Checkpoint::open_file(const std::string& path) {
     return checkpoint;
 }
 
+Checkpoint Checkpoint::adopt(std::string where, std::map<std::string, TensorView> tensors,
+                             std::shared_ptr<const void> owner) {
+    Checkpoint checkpoint;
+    checkpoint.where_ = std::move(where);
+    checkpoint.tensors_ = std::move(tensors);
+    checkpoint.owner_ = std::move(owner);
+    return checkpoint;
+}
+
 void Checkpoint::add_file(const std::string& path, const std::vector<std::string>* only_names) {
     auto file = std::make_shared<MappedFile>(path);
     if (file->size() < 8) {
@@ -233,9 +242,9 @@ const TensorView* Checkpoint::find(const std::string& name) const {
 const TensorView& Checkpoint::require(const std::string& name, const std::vector<int64_t>& shape) const {
     const TensorView* view = find(name);
     if (!view) throw LoadError(where_ + ": tensor " + name + " is missing");
-    if (view->dtype == DType::other) {
+    if (view->dtype == DType::other && !view->quant) {
         throw LoadError(view->file + ": tensor " + name + " has dtype " + view->dtype_text +
-                        ", expected BF16, F16 or F32");
+                        ", expected BF16, F16 or F32" + (view->file.ends_with(".gguf") ? " (or Q8_0, Q4_0, Q4_K, Q6_K)" : ""));
     }
     if (view->shape != shape) {
         throw LoadError(view->file + ": tensor " + name + " has shape " + shape_text(view->shape) + ", expected " +

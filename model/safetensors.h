@@ -13,7 +13,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <optional>
 #include <vector>
+
+#include "model/kernels/quant_blocks.h"
 
 namespace tf::model {
 
@@ -30,6 +33,9 @@ struct TensorView {
     const std::byte* data = nullptr;
     size_t bytes = 0;
     std::string file;              // the shard it lives in, for error messages
+    // GGUF only: the rows are blocks of this type (quant_blocks.h), dtype
+    // is `other` and dtype_text the ggml name ("Q4_K").
+    std::optional<kernels::QuantType> quant;
 };
 
 std::string shape_text(const std::vector<int64_t>& shape);  // "[384, 384]"
@@ -59,10 +65,15 @@ public:
     static Checkpoint open(const std::string& dir);
     // One safetensors file.
     static Checkpoint open_file(const std::string& path);
+    // Tensors that live elsewhere (a GGUF file under Hugging Face names):
+    // `owner` keeps their bytes alive as long as the checkpoint.
+    static Checkpoint adopt(std::string where, std::map<std::string, TensorView> tensors,
+                            std::shared_ptr<const void> owner);
 
     // nullptr when absent.
     const TensorView* find(const std::string& name) const;
-    // The tensor, checked: present, one of bf16/f16/f32, and of `shape`.
+    // The tensor, checked: present, one of bf16/f16/f32 (or GGUF blocks
+    // tensorfold reads), and of `shape`.
     // Throws LoadError "FILE: tensor NAME has shape [..], expected [..]".
     const TensorView& require(const std::string& name, const std::vector<int64_t>& shape) const;
 
@@ -74,6 +85,7 @@ private:
 
     std::string where_;
     std::vector<std::shared_ptr<MappedFile>> files_;
+    std::shared_ptr<const void> owner_;
     std::map<std::string, TensorView> tensors_;
 };
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "model/gguf_model.h"
 #include "model/kernels/matmul.h"
 #include "model/kernels/quant_matmul.h"
 #include "model/load_error.h"
@@ -50,6 +51,11 @@ float element(const TensorView& t, size_t i) {
 }  // namespace
 
 std::unique_ptr<Weights> Weights::load(const std::string& dir, const WeightOptions& options) {
+    if (std::optional<std::string> gguf = find_gguf_model(dir)) {
+        auto file = std::make_shared<const GgufFile>(GgufFile::open(*gguf));
+        const ModelConfig config = gguf_model_config(*file);
+        return load(config, gguf_checkpoint(file, config), options);
+    }
     ModelConfig config = load_model_config(dir);
     return load(config, Checkpoint::open(dir), options);
 }
@@ -97,8 +103,7 @@ void Weights::report_progress(const std::string& what) {
 }
 
 WeightMatrix Weights::quantized_matrix(const TensorView& t, kernels::QuantType type, int32_t rows, int32_t cols) {
-    // GGUF's blocks first, row by row on every core; then the kernel's
-    // layout (tiles of 8 interleaved rows, quant_blocks.h) from them.
+    // GGUF's blocks first, row by row on every core; then the kernel's layout.
     const size_t gguf_row_bytes = kernels::quant_row_bytes(type, cols);
     std::vector<uint8_t> gguf(gguf_row_bytes * static_cast<size_t>(rows));
     on_every_core(rows, 16, [&](int64_t begin, int64_t end) {
@@ -108,15 +113,22 @@ WeightMatrix Weights::quantized_matrix(const TensorView& t, kernels::QuantType t
             kernels::quantize_row(type, row.data(), cols, gguf.data() + static_cast<size_t>(r) * gguf_row_bytes);
         }
     });
-    uint8_t* data = aligned_bytes(kernels::quant_kernel_matrix_bytes(type, rows, cols), t.name);
+    return repacked_matrix(gguf.data(), type, rows, cols, t.name);
+}
+
+WeightMatrix Weights::repacked_matrix(const uint8_t* gguf_rows, kernels::QuantType type, int32_t rows, int32_t cols,
+                                      const std::string& name) {
+    // Tiles of 8 interleaved rows (quant_blocks.h); tiles are independent,
+    // so every core repacks its share of them.
+    const size_t gguf_row_bytes = kernels::quant_row_bytes(type, cols);
+    uint8_t* data = aligned_bytes(kernels::quant_kernel_matrix_bytes(type, rows, cols), name);
     owned_.emplace_back(data);
-    // Tiles are independent: every core repacks its share of them.
     const int32_t tiles = (rows + kernels::kQuantTileRows - 1) / kernels::kQuantTileRows;
     const size_t tile_bytes = kernels::quant_tile_bytes(type, cols);
     on_every_core(tiles, 16, [&](int64_t begin, int64_t end) {
         const auto first_row = static_cast<int32_t>(begin * kernels::kQuantTileRows);
         const int32_t count = std::min<int32_t>(rows, static_cast<int32_t>(end * kernels::kQuantTileRows)) - first_row;
-        kernels::repack_quant(type, gguf.data() + static_cast<size_t>(first_row) * gguf_row_bytes, count, cols,
+        kernels::repack_quant(type, gguf_rows + static_cast<size_t>(first_row) * gguf_row_bytes, count, cols,
                               data + static_cast<size_t>(begin) * tile_bytes);
     });
     WeightMatrix w;
@@ -136,9 +148,16 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
         double& total;
         ~Timer() { total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
     } timer{start, prepare_ms_};
-    std::string dtype = dtype_name(t.dtype);
+    std::string dtype = t.quant ? kernels::quant_type_name(*t.quant) : dtype_name(t.dtype);
     std::transform(dtype.begin(), dtype.end(), dtype.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     if (source_dtype_.find(dtype) == std::string::npos) source_dtype_ += (source_dtype_.empty() ? "" : "+") + dtype;
+    if (t.quant) {
+        // A GGUF's blocks are already what the kernels read; only the tiles
+        // are built (and --quantize leaves them as they are).
+        ++repacked_;
+        return repacked_matrix(reinterpret_cast<const uint8_t*>(t.data), *t.quant, static_cast<int32_t>(rows),
+                               static_cast<int32_t>(cols), name);
+    }
     if (options_.quantize) {
         kernels::QuantType type = *options_.quantize;
         if (cols % kernels::quant_block_elements(type) != 0 && cols % 32 == 0) {
@@ -185,6 +204,7 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
 
 const float* Weights::vector(const std::string& name, int64_t size) {
     const TensorView& t = checkpoint_.require(name, {size});
+    if (t.quant) throw LoadError(t.file + ": tensor " + name + " is " + t.dtype_text + ", expected F32, F16 or BF16");
     auto& values = owned_f32_.emplace_back(static_cast<size_t>(size));
     for (int64_t i = 0; i < size; ++i) values[i] = element(t, static_cast<size_t>(i));
     return values.data();
@@ -234,6 +254,11 @@ std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint che
 
 void Weights::embed(int32_t token, float* out) const {
     const size_t hidden = static_cast<size_t>(config_.hidden_size);
+    if (embed_->quant) {
+        const size_t row_bytes = kernels::quant_row_bytes(*embed_->quant, config_.hidden_size);
+        kernels::dequantize_row(*embed_->quant, embed_->data + static_cast<size_t>(token) * row_bytes, config_.hidden_size, out);
+        return;
+    }
     for (size_t i = 0; i < hidden; ++i) out[i] = element(*embed_, static_cast<size_t>(token) * hidden + i);
 }
 
@@ -257,9 +282,11 @@ size_t Weights::matmul_bytes() const {
 std::string Weights::summary() const {
     char text[320];
     const double mib = static_cast<double>(matmul_bytes()) / (1 << 20);
-    if (!options_.quantize) {
-        std::snprintf(text, sizeof text, "%s weights %.0f MiB (%s in %.0f ms)", source_dtype_.c_str(), mib,
-                      source_dtype_ == "bf16" ? "tiled" : "converted", prepare_ms_);
+    if (!options_.quantize || repacked_ == static_cast<int32_t>(7 * layers_.size() + 1)) {
+        // "repacked": a GGUF's blocks, only rearranged into the kernels' tiles.
+        const char* how = repacked_ > 0 ? "repacked" : source_dtype_ == "bf16" ? "tiled" : "converted";
+        std::snprintf(text, sizeof text, "%s weights %.0f MiB (%s in %.0f ms)", source_dtype_.c_str(), mib, how,
+                      prepare_ms_);
         return text;
     }
     const char* type = kernels::quant_type_name(*options_.quantize);
@@ -272,6 +299,7 @@ std::string Weights::summary() const {
                std::to_string(kernels::quant_block_elements(*options_.quantize));
     }
     if (fallback_bf16_ > 0) out += matrices(fallback_bf16_) + " unquantized: rows not a multiple of 32";
+    if (repacked_ > 0) out += matrices(repacked_) + " kept in the file's own quantized types";
     return out + ")";
 }
 

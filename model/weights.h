@@ -91,6 +91,8 @@ public:
 private:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
     WeightMatrix quantized_matrix(const TensorView& t, kernels::QuantType type, int32_t rows, int32_t cols);
+    WeightMatrix repacked_matrix(const uint8_t* gguf_rows, kernels::QuantType type, int32_t rows, int32_t cols,
+                                 const std::string& name);
     void report_progress(const std::string& what);
     const float* vector(const std::string& name, int64_t size);
 
@@ -111,6 +113,7 @@ private:
     int32_t fallback_q8_0_ = 0;  // matrices that took q8_0 instead of a k-quant
     int32_t fallback_bf16_ = 0;  // matrices left unquantized (rows not a multiple of 32)
     int32_t matrices_done_ = 0;
+    int32_t repacked_ = 0;       // matrices that came quantized (GGUF) and were only repacked
     std::chrono::steady_clock::time_point load_start_, last_progress_;
 };
 

@@ -1,0 +1,204 @@
+// GGUF files as models, on files llama.cpp's own converter and quantizer
+// made (tests/fixtures/gguf/README.md): the config their keys describe, the
+// bf16 file's logits bitwise equal to the Hugging Face directory's, and the
+// quantized files' greedy continuations equal to llama.cpp's up to the first
+// step where llama.cpp itself saw a near-tie.
+//
+// Files beyond the two in the fixtures (tinycode in bf16 and Q8_0, kq512 in
+// Q6_K) are read from ../shared/llamacpp/gguf when a checkout has it, and
+// those tests skip without it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "model/cpu_backend.h"
+#include "model/gguf.h"
+#include "model/gguf_model.h"
+#include "model/load_error.h"
+#include "test_support.h"
+
+namespace tf::model {
+namespace {
+
+using testing::bitwise_equal;
+using testing::fixture_path;
+using testing::logits_in_chunks;
+using testing::source_dir;
+using testing::tinycode_dir;
+
+// The file in the fixtures, else in ../shared; empty when neither has it.
+std::string gguf_file(const std::string& name) {
+    for (const std::string& dir : {fixture_path("gguf"), source_dir() + "/../shared/llamacpp/gguf"}) {
+        if (std::filesystem::exists(dir + "/" + name)) return dir + "/" + name;
+    }
+    return {};
+}
+
+#define REQUIRE_GGUF(var, name)                                                      \
+    const std::string var = gguf_file(name);                                         \
+    if (var.empty()) GTEST_SKIP() << name << " is in neither the fixtures nor ../shared"
+
+struct Reference {
+    std::string file;
+    int record = 0;
+    std::vector<int32_t> prompt_ids, greedy_ids;
+    std::vector<std::array<std::pair<int32_t, double>, 2>> top2;  // llama.cpp's two best at each step
+};
+
+std::vector<Reference> references(const std::string& file) {
+    std::ifstream in(gguf_file("reference.jsonl"));
+    EXPECT_TRUE(in) << "tests/fixtures/gguf/reference.jsonl";
+    std::vector<Reference> out;
+    for (std::string line; std::getline(in, line);) {
+        const nlohmann::json j = nlohmann::json::parse(line);
+        if (j["file"] != file) continue;
+        Reference r;
+        r.file = file;
+        r.record = j["record_index"];
+        r.prompt_ids = j["prompt_ids"].get<std::vector<int32_t>>();
+        r.greedy_ids = j["greedy_ids"].get<std::vector<int32_t>>();
+        for (const auto& step : j["greedy_top2"]) {
+            r.top2.push_back({std::pair{step[0][0].get<int32_t>(), step[0][1].get<double>()},
+                              std::pair{step[1][0].get<int32_t>(), step[1][1].get<double>()}});
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+// Greedy decode (argmax, lowest id on ties) of `steps` ids after `prompt`,
+// one forward per token; `logits_out` gets each step's logits.
+std::vector<int32_t> greedy(Backend& backend, const std::vector<int32_t>& prompt, int steps,
+                            std::vector<std::vector<float>>* logits_out = nullptr) {
+    const int32_t vocab = backend.config().vocab_size;
+    backend.open_stream(0, static_cast<int32_t>(prompt.size()) + steps + 1);
+    std::vector<Row> rows;
+    for (size_t i = 0; i < prompt.size(); ++i) rows.push_back({0, static_cast<int32_t>(i), prompt[i], i + 1 == prompt.size()});
+    std::vector<float> logits;
+    backend.forward(rows, logits);
+    std::vector<int32_t> out;
+    for (int s = 0; s < steps; ++s) {
+        const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin());
+        out.push_back(best);
+        if (logits_out) logits_out->emplace_back(logits.begin(), logits.begin() + vocab);
+        if (s + 1 == steps) break;
+        std::vector<Row> next = {{0, static_cast<int32_t>(prompt.size() + s), best, true}};
+        backend.forward(next, logits);
+    }
+    backend.close_stream(0);
+    return out;
+}
+
+TEST(GgufModel, TinycodesConfigFromItsKeysIsTheHuggingFaceOne) {
+    REQUIRE_GGUF(path, "tinycode-q8_0.gguf");
+    const GgufFile file = GgufFile::open(path);
+    const ModelConfig gguf = gguf_model_config(file);
+    const ModelConfig hf = load_model_config(tinycode_dir());
+    EXPECT_EQ(gguf.architecture, hf.architecture);
+    EXPECT_EQ(gguf.family, hf.family);
+    EXPECT_EQ(gguf.vocab_size, hf.vocab_size);
+    EXPECT_EQ(gguf.max_position_embeddings, hf.max_position_embeddings);
+    EXPECT_EQ(gguf.hidden_size, hf.hidden_size);
+    EXPECT_EQ(gguf.num_layers, hf.num_layers);
+    EXPECT_EQ(gguf.num_heads, hf.num_heads);
+    EXPECT_EQ(gguf.num_kv_heads, hf.num_kv_heads);
+    EXPECT_EQ(gguf.head_dim, hf.head_dim);
+    EXPECT_EQ(gguf.intermediate_size, hf.intermediate_size);
+    EXPECT_EQ(gguf.rms_norm_eps, hf.rms_norm_eps);
+    EXPECT_EQ(gguf.rope_theta, hf.rope_theta);
+    EXPECT_EQ(gguf.tie_word_embeddings, hf.tie_word_embeddings);
+    EXPECT_EQ(gguf.qkv_bias, hf.qkv_bias);
+    EXPECT_EQ(gguf.qk_norm, hf.qk_norm);
+    // eos 8191 (<|im_end|>) from the file, 8189 (<|endoftext|>) as an end of
+    // generation by its text: the two generation_config.json names.
+    std::vector<int32_t> eos = gguf.eos_token_ids, hf_eos = hf.eos_token_ids;
+    std::sort(eos.begin(), eos.end());
+    std::sort(hf_eos.begin(), hf_eos.end());
+    EXPECT_EQ(eos, hf_eos);
+}
+
+TEST(GgufModel, TheBf16FilesLogitsAreBitwiseTheHuggingFaceDirectorys) {
+    REQUIRE_GGUF(path, "tinycode-bf16.gguf");
+    auto gguf = load_cpu_backend(path, 2, kernels::best_isa());
+    auto hf = load_cpu_backend(tinycode_dir(), 2, kernels::best_isa());
+    EXPECT_NE(gguf->weights().summary().find("bf16"), std::string::npos) << gguf->weights().summary();
+    for (const Reference& r : references("tinycode-bf16.gguf")) {
+        const std::vector<float> a = logits_in_chunks(*gguf, 1, r.prompt_ids, {7, 1, 16});
+        const std::vector<float> b = logits_in_chunks(*hf, 1, r.prompt_ids, {7, 1, 16});
+        EXPECT_TRUE(bitwise_equal(a, b)) << "record " << r.record;
+        // And llama.cpp's greedy ids on this file, which are the oracle's.
+        EXPECT_EQ(greedy(*gguf, r.prompt_ids, 48), r.greedy_ids) << "record " << r.record;
+    }
+}
+
+// A near-tie: llama.cpp's own top two were closer than this, in logits
+// (which the logprob gap equals). Two correct int8 engines round
+// differently: llama.cpp quantizes activations with fp16 scales (and in
+// blocks of 256 for the k-quants), tensorfold with fp32 scales over 32, and
+// llama.cpp keeps its KV cache in f16. Measured on these files at the steps
+// where both pick the same id, the two engines' top-2 gaps differ by up to
+// 0.23 (tinycode Q4_0 and Q8_0), 0.13 (kq512 Q4_K_M) and 0.12 (Q6_K); on
+// the bf16 file, where tensorfold's logits are exact, llama.cpp's alone
+// differ by up to 0.045. A margin under 0.25 is therefore one the rounding
+// may decide, and where the engines part, both margins must be under it.
+constexpr double kNearTie = 0.25;
+
+void expect_llamacpp_greedy(const std::string& name) {
+    const std::string path = gguf_file(name);
+    if (path.empty()) GTEST_SKIP() << name << " is in neither the fixtures nor ../shared";
+    auto backend = load_cpu_backend(path, 2, kernels::best_isa());
+    int compared = 0, agreed_whole = 0;
+    double worst = 0;
+    for (const Reference& r : references(name)) {
+        std::vector<std::vector<float>> logits;
+        const std::vector<int32_t> ours = greedy(*backend, r.prompt_ids, static_cast<int>(r.greedy_ids.size()), &logits);
+        size_t step = 0;
+        while (step < ours.size() && ours[step] == r.greedy_ids[step]) {
+            const auto& [a, b] = r.top2[step];
+            const double their_gap = a.second - b.second, our_gap = logits[step][a.first] - logits[step][b.first];
+            worst = std::max(worst, std::abs(their_gap - our_gap));
+            ++step;
+        }
+        compared += static_cast<int>(step);
+        if (step == ours.size()) {
+            ++agreed_whole;
+            continue;
+        }
+        // The first difference must be a near-tie for llama.cpp, between its
+        // top two, and ours must rank those two the other way but as close.
+        const auto& [first, second] = r.top2[step];
+        const double gap = first.second - second.second;
+        EXPECT_LT(gap, kNearTie) << name << " record " << r.record << " step " << step << ": ours " << ours[step]
+                                 << ", llama.cpp " << r.greedy_ids[step] << " by a margin of " << gap;
+        EXPECT_EQ(ours[step], second.first) << name << " record " << r.record << " step " << step;
+        const std::vector<float>& l = logits[step];
+        EXPECT_LT(l[second.first] - l[first.first], kNearTie) << name << " record " << r.record << " step " << step;
+    }
+    std::printf("%s: %d of the references agree on all 48 ids; %d ids compared; top-2 gaps differ by up to %.4f\n",
+                name.c_str(), agreed_whole, compared, worst);
+}
+
+TEST(GgufModel, Q4_0GreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("tinycode-q4_0.gguf"); }
+TEST(GgufModel, Q8_0GreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("tinycode-q8_0.gguf"); }
+TEST(GgufModel, Q4_K_MGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq512-q4_k_m.gguf"); }
+TEST(GgufModel, Q6_KGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq512-q6_k.gguf"); }
+
+TEST(GgufModel, QuantizedTensorsKeepTheirTypes) {
+    REQUIRE_GGUF(path, "kq512-q4_k_m.gguf");
+    auto backend = load_cpu_backend(path, 1, kernels::best_isa());
+    const Weights& w = backend->weights();
+    EXPECT_EQ(w.lm_head().format, kernels::WeightFormat::q6_k);  // output.weight is Q6_K
+    EXPECT_EQ(w.layers()[0].wq.format, kernels::WeightFormat::q4_k);
+    EXPECT_EQ(w.layers()[3].w_down.format, kernels::WeightFormat::q6_k);
+    EXPECT_EQ(w.layers()[0].w_down.format, kernels::WeightFormat::q4_k);
+    const std::string summary = w.summary();
+    EXPECT_NE(summary.find("repacked"), std::string::npos) << summary;
+}
+
+}  // namespace
+}  // namespace tf::model
