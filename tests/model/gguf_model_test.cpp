@@ -202,3 +202,68 @@ TEST(GgufModel, QuantizedTensorsKeepTheirTypes) {
 
 }  // namespace
 }  // namespace tf::model
+
+namespace tf::model {
+namespace {
+
+// make-checkpoint's small Llama and Qwen2, rebuilt from their seeds (the
+// GGUFs in the fixtures were converted from exactly these bytes; the
+// fixtures' README has the commands).
+std::string make_small(const std::string& preset, const std::string& extra, uint32_t seed, const std::string& out) {
+    const std::string command = std::string(TF_MAKE_CHECKPOINT) + " --preset " + preset +
+                                " --hidden 64 --layers 2 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 128"
+                                " --vocab 8192 --tokenizer-from " + tinycode_dir() + " " + extra + " --seed " +
+                                std::to_string(seed) + " --out " + out + " > /dev/null";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return out;
+}
+
+const std::vector<int32_t> kPrompt = testing::random_tokens(37, 8192, 11);
+
+// llama.cpp's converter reorders the rows of every Llama Q and K head for
+// its RoPE; read back, they must give the directory's logits to the bit.
+TEST(GgufModel, ALlamaFilesPermutedQAndKRowsGiveTheDirectorysLogits) {
+    testing::TempDir dir;
+    const std::string hf = make_small("tiny-llama", "--tied false", 5, dir.str() + "/llama-hf");
+    auto from_gguf = load_cpu_backend(fixture_path("gguf/tiny-llama-bf16.gguf"), 1, kernels::best_isa());
+    auto from_hf = load_cpu_backend(hf, 1, kernels::best_isa());
+    EXPECT_EQ(from_gguf->config().architecture, "LlamaForCausalLM");
+    EXPECT_FALSE(from_gguf->config().tie_word_embeddings);
+    EXPECT_TRUE(bitwise_equal(logits_in_chunks(*from_gguf, 1, kPrompt, {5, 1, 9}),
+                              logits_in_chunks(*from_hf, 1, kPrompt, {5, 1, 9})));
+
+    // The same rows in Q8_0 blocks: near the exact logits (a wrong order of
+    // rows would scramble the attention and land far off).
+    auto q8 = load_cpu_backend(fixture_path("gguf/tiny-llama-q8_0.gguf"), 1, kernels::best_isa());
+    const std::vector<float> exact = logits_in_chunks(*from_hf, 1, kPrompt, {8});
+    const std::vector<float> quantized = logits_in_chunks(*q8, 1, kPrompt, {8});
+    ASSERT_EQ(exact.size(), quantized.size());
+    double worst = 0, scale = 0;  // largest difference, largest logit
+    for (size_t i = 0; i < exact.size(); ++i) {
+        worst = std::max(worst, static_cast<double>(std::abs(exact[i] - quantized[i])));
+        scale = std::max(scale, static_cast<double>(std::abs(exact[i])));
+    }
+    WeightOptions q8_0;
+    q8_0.quantize = kernels::QuantType::q8_0;
+    auto ours = load_cpu_backend(hf, 1, kernels::best_isa(), kernels::default_activations(kernels::best_isa()), q8_0);
+    const std::vector<float> ours_q = logits_in_chunks(*ours, 1, kPrompt, {8});
+    double ours_worst = 0;
+    for (size_t i = 0; i < exact.size(); ++i) ours_worst = std::max(ours_worst, static_cast<double>(std::abs(exact[i] - ours_q[i])));
+    // As far from the exact logits as tensorfold's own q8_0 of the directory
+    // (0.12 and 0.118 of a largest logit of 4.5 when written).
+    EXPECT_LT(worst, 1.5 * ours_worst) << "largest logit " << scale;
+}
+
+TEST(GgufModel, AQwen2FilesBiasesAndTiedEmbeddingGiveTheDirectorysLogits) {
+    testing::TempDir dir;
+    const std::string hf = make_small("tiny-qwen2", "--tied true", 6, dir.str() + "/qwen2-hf");
+    auto from_gguf = load_cpu_backend(fixture_path("gguf/tiny-qwen2-bf16.gguf"), 2, kernels::best_isa());
+    auto from_hf = load_cpu_backend(hf, 2, kernels::best_isa());
+    EXPECT_TRUE(from_gguf->config().qkv_bias);
+    EXPECT_TRUE(from_gguf->config().tie_word_embeddings);
+    EXPECT_TRUE(bitwise_equal(logits_in_chunks(*from_gguf, 1, kPrompt, {3, 16}),
+                              logits_in_chunks(*from_hf, 1, kPrompt, {3, 16})));
+}
+
+}  // namespace
+}  // namespace tf::model
