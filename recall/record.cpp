@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <vector>
 
@@ -107,6 +108,13 @@ std::string Record::chunk_path(uint64_t sequence) const { return dir_ + "/" + ch
 
 void Record::open_directory() {
     dir_ = options_.dir.empty() ? default_directory(options_.tokenizer, options_.home) : options_.dir;
+    if (options_.dir.empty() && options_.legacy_tokenizer) {
+        // A record an earlier tensorfold started under the old digest's name
+        // stays in use rather than being left behind for an empty one.
+        const std::string legacy = default_directory(*options_.legacy_tokenizer, options_.home);
+        std::error_code ec;
+        if (!std::filesystem::exists(dir_, ec) && std::filesystem::exists(legacy, ec)) dir_ = legacy;
+    }
     while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
 
     // The directory is checked before anything in it is created, locked or
@@ -128,7 +136,11 @@ void Record::open_directory() {
     // Identity first: never index chunk files written by another tokenizer.
     std::vector<ChunkFileInfo> files = list_chunk_files(dir_);
     std::optional<RecordIdentity> identity = read_identity(dir_);
-    if (identity) {
+    if (identity && options_.legacy_tokenizer && identity->tokenizer == *options_.legacy_tokenizer) {
+        // Written by this tokenizer under its v1 digest: the writer brings the
+        // identity up to date; readers take it as it is.
+        if (writer) write_identity(dir_, RecordIdentity{options_.tokenizer, identity->model});
+    } else if (identity) {
         check_same_tokenizer(dir_, *identity, options_.tokenizer);
     } else if (!files.empty()) {
         throw RecallError("recall: " + dir_ + " holds chunk files but no identity file, so they cannot be attributed "

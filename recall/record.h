@@ -62,6 +62,12 @@ struct RecordOptions {
     bool read_only = false;                           // --recall-read-only
     std::string model;                                // the served model, for a new identity
     TokenizerIdentity tokenizer;
+    // The same tokenizer's identity as tensorfold computed it before
+    // identities became what a GGUF and its Hugging Face original share
+    // (tokenizer/identity.h, v1). A record that names it is this
+    // tokenizer's: its identity file is rewritten to `tokenizer` by the
+    // writer, and without --recall-dir its old default directory is used.
+    std::optional<TokenizerIdentity> legacy_tokenizer;
     FsOps fs = FsOps::real();
     uint64_t min_free_bytes = kDefaultMinFreeBytes;
     std::string home;                // empty: $HOME

@@ -397,3 +397,60 @@ TEST(RecordStaysLocal, NoRecallSourceUsesTheNetwork) {
 
 }  // namespace
 }  // namespace tf::recall
+
+namespace tf::recall {
+namespace {
+
+// Identities changed once (tokenizer/identity.h, v1 to v2). A record written
+// under this tokenizer's v1 digest is still its own: the writer rewrites
+// the identity file to the new digest and keeps every id; a read-only
+// server uses it as it is and changes nothing.
+TEST(RecordIdentityUpgrade, ARecordUnderTheTokenizersOldDigestIsKeptAndItsIdentityRewritten) {
+    TempDir dir;
+    const std::vector<uint32_t> ids = distinct_ids(1, 2000);
+    RecordOptions old_server = testing::small_options(dir.path());
+    old_server.tokenizer = {"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 151936};
+    Record::open(old_server)->add(ids);
+
+    RecordOptions reader = testing::small_options(dir.path());
+    reader.legacy_tokenizer = old_server.tokenizer;
+    reader.read_only = true;
+    EXPECT_EQ(Record::open(reader)->stats().token_ids, 2000u);
+    EXPECT_EQ(read_identity(dir.path())->tokenizer, old_server.tokenizer) << "a read-only server rewrote it";
+
+    RecordOptions writer = testing::small_options(dir.path());
+    writer.legacy_tokenizer = old_server.tokenizer;
+    auto record = Record::open(writer);
+    EXPECT_EQ(record->stats().token_ids, 2000u);
+    EXPECT_EQ(record->lookup(slice(ids, 100, 140), 8).continuation, slice(ids, 140, 148));
+    const std::optional<RecordIdentity> now = read_identity(dir.path());
+    EXPECT_EQ(now->tokenizer, writer.tokenizer);
+    EXPECT_EQ(now->model, "test-model");
+
+    // Another tokenizer's record is refused as before, legacy digest or not.
+    RecordOptions stranger = testing::small_options(dir.path());
+    stranger.tokenizer = {"ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100", 151936};
+    stranger.legacy_tokenizer = old_server.tokenizer;
+    record.reset();
+    EXPECT_THROW(Record::open(stranger), RecallError);
+}
+
+TEST(RecordIdentityUpgrade, WithoutRecallDirTheOldDigestsDefaultDirectoryStaysInUse) {
+    TempDir home;
+    RecordOptions old_server = testing::small_options("");
+    old_server.home = home.path();
+    old_server.tokenizer = {"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 151936};
+    const std::string old_dir = Record::default_directory(old_server.tokenizer, home.path());
+    Record::open(old_server)->add(distinct_ids(2, 500));
+
+    RecordOptions upgraded = testing::small_options("");
+    upgraded.home = home.path();
+    upgraded.legacy_tokenizer = old_server.tokenizer;
+    auto record = Record::open(upgraded);
+    EXPECT_EQ(record->dir(), old_dir);
+    EXPECT_EQ(record->stats().token_ids, 500u);
+    EXPECT_FALSE(testing::exists(Record::default_directory(upgraded.tokenizer, home.path())));
+}
+
+}  // namespace
+}  // namespace tf::recall
