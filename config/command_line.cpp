@@ -62,12 +62,28 @@ void add_quantize(CLI::App& command, std::string& quantize) {
         ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k", "q6_k"}));
 }
 
+// MODEL: a directory (Hugging Face, or one holding a GGUF model) or a .gguf
+// file; anything else is refused before a byte of it is read.
+CLI::Validator model_path() {
+    return CLI::Validator(
+        [](std::string& path) {
+            std::error_code ec;
+            if (std::filesystem::is_directory(path, ec)) return std::string();
+            if (!std::filesystem::exists(path, ec)) return "no such file or directory: " + path;
+            const bool gguf = path.size() >= 5 && (path.ends_with(".gguf") || path.ends_with(".GGUF"));
+            if (std::filesystem::is_regular_file(path, ec) && gguf) return std::string();
+            return path + " is neither a model directory nor a .gguf file";
+        },
+        "DIR|FILE.gguf");
+}
+
 CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
-    CLI::App* serve = app.add_subcommand("serve", "Serve an OpenAI-compatible HTTP API for a Hugging Face model directory");
+    CLI::App* serve = app.add_subcommand("serve", "Serve an OpenAI-compatible HTTP API for a Hugging Face model directory or a GGUF file");
     serve->add_option("MODEL", f.model,
-                      "Local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); "
-                      "default: the embedded models/tinycode")
-        ->check(CLI::ExistingDirectory);
+                      "Local Hugging Face model directory (config.json, *.safetensors, tokenizer.json) or GGUF "
+                      "file (llama, qwen2, qwen3; a split set by any of its files); default: the embedded "
+                      "models/tinycode")
+        ->check(model_path());
     serve->add_option("--host", c.host, "Address to listen on")->capture_default_str()->check(
         CLI::Validator([](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
                        "HOST"));
@@ -165,8 +181,9 @@ struct GenerateFlags {
 
 CLI::App* add_generate(CLI::App& app, GenerateOptions& g, GenerateFlags& f) {
     CLI::App* generate = app.add_subcommand("generate", "Decode one prompt of token ids on the CPU and print the ids");
-    generate->add_option("MODEL", f.model, "Local Hugging Face model directory; default: the embedded models/tinycode")
-        ->check(CLI::ExistingDirectory);
+    generate->add_option("MODEL", f.model,
+                         "Local Hugging Face model directory or GGUF file; default: the embedded models/tinycode")
+        ->check(model_path());
     generate->add_option("--prompt", g.prompt_text,
                          "The prompt as UTF-8 text, encoded with the model's tokenizer (special tokens allowed); "
                          "prints the generated text");
@@ -225,8 +242,9 @@ struct TokenizeFlags {
 CLI::App* add_tokenize(CLI::App& app, TokenizeOptions& t, TokenizeFlags& f) {
     CLI::App* tokenize = app.add_subcommand(
         "tokenize", "Read UTF-8 text on stdin and print its token ids as a JSON array (the model's tokenizer.json)");
-    tokenize->add_option("MODEL", f.model, "Local Hugging Face model directory; default: the embedded models/tinycode")
-        ->check(CLI::ExistingDirectory);
+    tokenize->add_option("MODEL", f.model,
+                         "Local Hugging Face model directory or GGUF file; default: the embedded models/tinycode")
+        ->check(model_path());
     CLI::Option* decode = tokenize->add_flag("--decode", t.decode, "Read a JSON array of ids and print their text");
     tokenize->add_flag("--chat", t.chat,
                        "Read a JSON array of messages, render it with the chat template (add_generation_prompt), "

@@ -242,6 +242,7 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
     for (const GgufTensor& t : file->tensors()) {
         TensorView view;
         view.name = hf_name(t.name);
+        view.stored_name = t.name;
         view.file = t.file;
         view.dtype_text = ggml_type_name(t.type);
         view.dtype = t.type == ggml_type::f32 ? DType::f32 : t.type == ggml_type::f16 ? DType::f16

@@ -242,12 +242,13 @@ const TensorView* Checkpoint::find(const std::string& name) const {
 const TensorView& Checkpoint::require(const std::string& name, const std::vector<int64_t>& shape) const {
     const TensorView* view = find(name);
     if (!view) throw LoadError(where_ + ": tensor " + name + " is missing");
+    const std::string named = view->stored_name.empty() ? name : view->stored_name + " (" + name + ")";
     if (view->dtype == DType::other && !view->quant) {
-        throw LoadError(view->file + ": tensor " + name + " has dtype " + view->dtype_text +
+        throw LoadError(view->file + ": tensor " + named + " has dtype " + view->dtype_text +
                         ", expected BF16, F16 or F32" + (view->file.ends_with(".gguf") ? " (or Q8_0, Q4_0, Q4_K, Q6_K)" : ""));
     }
     if (view->shape != shape) {
-        throw LoadError(view->file + ": tensor " + name + " has shape " + shape_text(view->shape) + ", expected " +
+        throw LoadError(view->file + ": tensor " + named + " has shape " + shape_text(view->shape) + ", expected " +
                         shape_text(shape));
     }
     return *view;

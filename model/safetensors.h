@@ -36,6 +36,7 @@ struct TensorView {
     // GGUF only: the rows are blocks of this type (quant_blocks.h), dtype
     // is `other` and dtype_text the ggml name ("Q4_K").
     std::optional<kernels::QuantType> quant;
+    std::string stored_name;  // GGUF only: the file's own name ("blk.0.attn_q.weight"), for messages
 };
 
 std::string shape_text(const std::vector<int64_t>& shape);  // "[384, 384]"

@@ -85,6 +85,37 @@ TokenizerIdentity compute_identity(std::vector<std::pair<std::string, uint32_t>>
     return TokenizerIdentity{d.hex(), vocab_size};
 }
 
+TokenizerIdentity compute_identity_v2(std::vector<std::pair<std::string, uint32_t>> tokens,
+                                      const std::vector<std::pair<std::string, std::string>>& merges,
+                                      std::vector<uint32_t> added_ids, uint32_t vocab_size) {
+    std::sort(tokens.begin(), tokens.end(), [](const auto& a, const auto& b) {
+        return a.second != b.second ? a.second < b.second : a.first < b.first;
+    });
+    tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+    std::sort(added_ids.begin(), added_ids.end());
+    added_ids.erase(std::unique(added_ids.begin(), added_ids.end()), added_ids.end());
+    Digest d;
+    d.text("tensorfold tokenizer identity v2");
+    d.text("tokens");
+    d.u32(static_cast<uint32_t>(tokens.size()));
+    for (const auto& [token, id] : tokens) {
+        d.u32(id);
+        d.text(token);
+    }
+    d.text("merges");
+    d.u32(static_cast<uint32_t>(merges.size()));
+    for (const auto& [left, right] : merges) {
+        d.text(left);
+        d.text(right);
+    }
+    d.text("added_ids");
+    d.u32(static_cast<uint32_t>(added_ids.size()));
+    for (uint32_t id : added_ids) d.u32(id);
+    d.text("vocab_size");
+    d.u32(vocab_size);
+    return TokenizerIdentity{d.hex(), vocab_size};
+}
+
 TokenizerIdentity tokenizer_identity(const Tokenizer& tokenizer) { return tokenizer.identity(); }
 
 }  // namespace tf::tokenizer

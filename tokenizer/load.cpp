@@ -284,7 +284,7 @@ std::optional<std::string> config_token(const Reader& r, const json& config, con
 
 std::shared_ptr<const Tokenizer::Impl> load_impl(std::string_view tokenizer_json, std::string_view config_json,
                                                  const std::string& source, const std::string& config_source,
-                                                 std::string_view chat_template_jinja) {
+                                                 std::string_view chat_template_jinja, bool legacy_identity) {
     auto impl = std::make_shared<Tokenizer::Impl>();
     impl->source = source;
     const Reader r{source};
@@ -436,7 +436,16 @@ std::shared_ptr<const Tokenizer::Impl> load_impl(std::string_view tokenizer_json
         add_post_processor(r, root["post_processor"], "post_processor", impl->added_by_content, impl->post_single);
     }
 
-    impl->identity = compute_identity(vocab_spelled, merges_spelled, impl->added, impl->vocab_size);
+    {
+        std::vector<std::pair<std::string, uint32_t>> tokens = vocab_spelled;
+        std::vector<uint32_t> added_ids;
+        for (const AddedToken& t : impl->added) {
+            tokens.emplace_back(t.content, t.id);
+            added_ids.push_back(t.id);
+        }
+        impl->identity = compute_identity_v2(std::move(tokens), merges_spelled, std::move(added_ids), impl->vocab_size);
+        if (legacy_identity) impl->legacy_identity = compute_identity(vocab_spelled, merges_spelled, impl->added, impl->vocab_size);
+    }
 
     // tokenizer_config.json
     std::string template_source(chat_template_jinja), tool_use_source;

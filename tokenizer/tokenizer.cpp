@@ -205,6 +205,7 @@ const std::string& Tokenizer::tools_template_source() const {
 }
 
 const TokenizerIdentity& Tokenizer::identity() const { return impl_->identity; }
+const std::optional<TokenizerIdentity>& Tokenizer::legacy_identity() const { return impl_->legacy_identity; }
 
 const std::string& Tokenizer::source() const { return impl_->source; }
 

@@ -31,6 +31,7 @@
 
 #include "tokenizer/chat.h"
 #include "tokenizer/error.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/identity.h"
 
 namespace tf::tokenizer {
@@ -53,6 +54,12 @@ public:
     static Tokenizer from_json(std::string_view tokenizer_json, std::string_view config_json = {},
                                const std::string& source = "tokenizer.json",
                                std::string_view chat_template_jinja = {});
+
+    // From a GGUF file's tokenizer keys (gguf_vocab.h): `gpt2` vocabularies
+    // with the pre-tokenizer `pre` names in llama.cpp (qwen2, llama-bpe,
+    // tekken, default), `llama` (SentencePiece) ones with merges implied by
+    // their scores. Throws TokenizerError naming the file and the key.
+    static Tokenizer from_gguf(const GgufVocab& vocab);
 
     // UTF-8 text to ids. allow_special=false leaves special tokens' text as
     // plain text (use it for untrusted content); add_special_tokens adds what
@@ -90,6 +97,9 @@ public:
     const std::string& tools_template_source() const;
 
     const TokenizerIdentity& identity() const;
+    // The v1 identity (identity.h) of a tokenizer read from tokenizer.json;
+    // absent for one read from a GGUF, which no earlier release served.
+    const std::optional<TokenizerIdentity>& legacy_identity() const;
     const std::string& source() const;  // the file it was loaded from
 
     struct Impl;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,7 +45,8 @@ struct Tokenizer::Impl {
 
     std::vector<PostItem> post_single;
     SpecialTokenIds special_ids;
-    TokenizerIdentity identity;
+    TokenizerIdentity identity;                        // v2
+    std::optional<TokenizerIdentity> legacy_identity;  // v1; tokenizer.json only
     uint32_t vocab_size = 0;
 
     // Chat: the parsed templates (null when absent) and the special-token
@@ -57,7 +59,7 @@ struct Tokenizer::Impl {
 
 std::shared_ptr<const Tokenizer::Impl> load_impl(std::string_view tokenizer_json, std::string_view config_json,
                                                  const std::string& source, const std::string& config_source,
-                                                 std::string_view chat_template_jinja);
+                                                 std::string_view chat_template_jinja, bool legacy_identity = true);
 
 // HF's clean_up_tokenization(): drops the space before punctuation and contractions.
 std::string clean_up_tokenization(std::string text);

@@ -18,6 +18,7 @@
 #include "engine/tokenizer_text.h"
 #include "model/cpu_backend.h"
 #include "tools/commands.h"
+#include "tools/model_files.h"
 
 namespace tf::tools {
 
@@ -35,7 +36,7 @@ int generate_command(const config::GenerateOptions& options) {
         std::vector<int32_t> prompt_ids = options.prompt_ids;
         std::optional<tokenizer::Tokenizer> tok;
         if (!options.prompt_text.empty()) {
-            tok = tokenizer::Tokenizer::load(options.model_dir);
+            tok = load_model_tokenizer(options.model_dir);
             for (tokenizer::TokenId id : tok->encode(options.prompt_text)) prompt_ids.push_back(static_cast<int32_t>(id));
         }
         model::WeightOptions weight_options;

@@ -25,6 +25,7 @@
 #include "recall/test_seams.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/model_files.h"
 
 namespace tf::tools {
 
@@ -59,9 +60,7 @@ std::vector<std::string> architectures(const std::string& model_dir) {
 
 std::string served_name(const config::ServerConfig& config) {
     if (!config.served_model_name.empty()) return config.served_model_name;
-    std::filesystem::path dir = std::filesystem::path(config.model_dir).lexically_normal();
-    if (!dir.has_filename()) dir = dir.parent_path();  // "models/tinycode/"
-    return dir.filename().string();
+    return default_model_name(config.model_dir);
 }
 
 recall::TokenizerIdentity record_identity(const tokenizer::Tokenizer& tokenizer) {
@@ -76,6 +75,7 @@ std::unique_ptr<recall::Record> open_record(const config::ServerConfig& config, 
     options.read_only = config.recall.read_only;
     options.model = model_name;
     options.tokenizer = record_identity(tokenizer);
+    if (const auto& legacy = tokenizer.legacy_identity()) options.legacy_tokenizer = recall::TokenizerIdentity{legacy->digest_hex, legacy->vocab_size};
     std::vector<std::string> seams;
     options.fs = recall::with_test_seams(recall::FsOps::real(), [](const char* name) { return std::getenv(name); },
                                          &seams);
@@ -106,10 +106,11 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         router_ready->handle(std::move(request), std::move(responder));
     });
 
+    const std::optional<std::string> gguf = gguf_of(config.model_dir);
     const std::string model_name = served_name(config);
-    tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::load(config.model_dir);
+    tokenizer::Tokenizer tokenizer = load_model_tokenizer(config.model_dir);
 
-    const std::vector<std::string> arch = architectures(config.model_dir);
+    const std::vector<std::string> arch = gguf ? std::vector<std::string>{} : architectures(config.model_dir);
     for (const std::string& name : arch) {
         // Flash Next has its own GPU replay drafting and never consults the
         // record; reject Recall flags now, before any weights load
@@ -131,6 +132,13 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     }
     if (config.device == config::Device::automatic && device.device == config::Device::cuda && !config.quantize.empty()) {
         device = {config::Device::cpu, "--quantize " + config.quantize + " runs on the CPU backend"};
+    }
+    if (gguf && device.device == config::Device::cuda) {
+        if (config.device == config::Device::cuda) {
+            throw ServeError(*gguf + ": GGUF models run on the CPU backend (the CUDA backend reads Hugging Face "
+                             "directories in bf16); pass --device cpu or auto");
+        }
+        device = {config::Device::cpu, "GGUF models run on the CPU backend"};
     }
     if (config.device == config::Device::automatic && !device.note.empty()) {
         spdlog::info("--device auto: serving on the CPU: {}", device.note);

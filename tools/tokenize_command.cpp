@@ -12,6 +12,7 @@
 
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/model_files.h"
 
 namespace tf::tools {
 
@@ -52,7 +53,7 @@ tokenizer::ChatRequest chat_request(const nlohmann::ordered_json& messages) {
 
 int tokenize_command(const config::TokenizeOptions& options) {
     try {
-        const tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(options.model_dir);
+        const tokenizer::Tokenizer tok = load_model_tokenizer(options.model_dir);
         const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
         if (options.decode) {
             const auto ids = nlohmann::json::parse(input);
@@ -72,6 +73,8 @@ int tokenize_command(const config::TokenizeOptions& options) {
         std::fprintf(stderr, "tensorfold tokenize: %s\n", e.what());
     } catch (const nlohmann::json::exception& e) {
         std::fprintf(stderr, "tensorfold tokenize: stdin is not valid JSON: %s\n", e.what());
+    } catch (const std::exception& e) {  // model::LoadError: a GGUF file that cannot be read
+        std::fprintf(stderr, "tensorfold tokenize: %s\n", e.what());
     }
     return 1;
 }
