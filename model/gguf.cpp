@@ -101,7 +101,7 @@ public:
         const uint64_t n = u64(what);
         if (min_item_bytes > 0 && n > left() / min_item_bytes) {
             fail(what + " is " + std::to_string(n) + ", more than the " + std::to_string(left()) +
-                 " bytes left could hold");
+                 " bytes left could hold (a truncated or corrupt file)");
         }
         return n;
     }

@@ -218,8 +218,8 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     // weights' summary states apart.
     spdlog::info("tensorfold serve: model {} ({}, {}), {}, weights loaded in {:.0f} ms, "
                  "{} threads, context {} tokens, {} streams, cost curve measured in {:.0f} ms ({}); recall: {}",
-                 model_name, joined(arch), config.model_dir, device_text, load_ms, threads, ctx_size, max_streams,
-                 cost_ms, calibration.summary(), record ? record->summary() : std::string("off"));
+                 model_name, gguf ? model_config.architecture + " from GGUF" : joined(arch), config.model_dir,
+                 device_text, load_ms, threads, ctx_size, max_streams, cost_ms, calibration.summary(), record ? record->summary() : std::string("off"));
 
     actors::ActorServiceOptions options;
     options.backend = backend.get();
