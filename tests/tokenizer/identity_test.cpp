@@ -1,4 +1,6 @@
-// The identity digest: same content, same digest; any change, a new one.
+// The identity digest: same content, same digest; any change to what a
+// tokenizer.json and a GGUF both carry, a new one. The v1 (legacy) digest
+// also covers the added tokens' flags.
 #include <gtest/gtest.h>
 
 #include "tests/tokenizer/tokenizer_test_support.h"
@@ -60,8 +62,6 @@ TEST(TokenizerIdentity, ChangesWithAnyTokenMergeOrAddedToken) {
     std::swap(swapped_merges["model"]["merges"][10], swapped_merges["model"]["merges"][11]);
     ordered added_content = original;
     added_content["added_tokens"][0]["content"] = "<|endoftext2|>";
-    ordered added_flag = original;
-    added_flag["added_tokens"][1]["lstrip"] = true;
     ordered added_id = original;
     added_id["added_tokens"][2]["id"] = 8300;
 
@@ -69,11 +69,26 @@ TEST(TokenizerIdentity, ChangesWithAnyTokenMergeOrAddedToken) {
                                                                               {"merge removed", dropped_merge},
                                                                               {"merge order", swapped_merges},
                                                                               {"added token content", added_content},
-                                                                              {"added token flag", added_flag},
                                                                               {"added token id", added_id}}) {
         EXPECT_NE(identity_of(j).digest_hex, reference) << what;
     }
     EXPECT_EQ(identity_of(added_id).vocab_size, 8301u);
+}
+
+// A GGUF carries no lstrip/rstrip/normalized/single_word flags, so v2 does
+// not cover them; v1, which earlier releases wrote into records, does.
+TEST(TokenizerIdentity, AnAddedTokensFlagsChangeOnlyTheLegacyDigest) {
+    const ordered original = tinycode_json();
+    ordered flagged = original;
+    flagged["added_tokens"][1]["lstrip"] = true;
+    const Tokenizer a = Tokenizer::from_json(original.dump()), b = Tokenizer::from_json(flagged.dump());
+    EXPECT_EQ(a.identity().digest_hex, b.identity().digest_hex);
+    ASSERT_TRUE(a.legacy_identity() && b.legacy_identity());
+    EXPECT_NE(a.legacy_identity()->digest_hex, b.legacy_identity()->digest_hex);
+    ordered special = original;  // which ids are added tokens is covered
+    special["added_tokens"].erase(2);
+    special["model"]["vocab"]["<|im_end|>"] = 8191;
+    EXPECT_NE(Tokenizer::from_json(special.dump()).identity().digest_hex, a.identity().digest_hex);
 }
 
 TEST(TokenizerIdentity, DiffersBetweenDifferentTokenizers) {
