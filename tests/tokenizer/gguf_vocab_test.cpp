@@ -162,3 +162,47 @@ TEST(GgufTokenizer, BadKeysAreRefusedByName) {
 
 }  // namespace
 }  // namespace tf::tokenizer
+
+namespace tf::tokenizer {
+namespace {
+
+// Llama 3's and Qwen3's real tokenizers, converted by llama.cpp and kept
+// without their tensors (tests/fixtures/gguf/README.md), against the
+// tokenizer.json files they came from (the npm fixtures).
+class RealGgufTokenizer : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RealGgufTokenizer, EncodesDecodesRendersAndIsIdentifiedAsItsTokenizerJson) {
+    const std::string name = GetParam();
+    const fs::path hf_dir = testing::model_dir(name);
+    if (!fs::exists(hf_dir / "tokenizer.json")) GTEST_SKIP() << hf_dir << ": run scripts/install-deps";
+    const Tokenizer gguf = tools::load_model_tokenizer(gguf_file(name + "-tokenizer.gguf"));
+    const Tokenizer hf = Tokenizer::load(hf_dir);
+    const std::vector<std::string> texts = {
+        "def quicksort(items):\n    \"\"\"Sort a list.\"\"\"\n    return sorted(items)\n",
+        "Hello, world! It's 2024: naïve café — 日本語のテキスト 12345 6789",
+        "  leading spaces\n\n\ttabs\r\nCRLF   ",
+        "emoji 🤖🎉 and <|eot_id|> <|im_end|> <|begin_of_text|> specials",
+        "I'm sure they'll've done 1234567 things; DON'T",
+        "ÀÉÎÕÜ ﬁ ﬂ Å e\u0301",
+    };
+    for (const std::string& text : texts) {
+        EXPECT_EQ(gguf.encode(text), hf.encode(text)) << name << ": " << text;
+        EXPECT_EQ(gguf.encode(text, true, true), hf.encode(text, true, true)) << name << " with BOS: " << text;
+        EXPECT_EQ(gguf.encode(text, false), hf.encode(text, false)) << name << " specials as text: " << text;
+        EXPECT_EQ(gguf.decode(gguf.encode(text)), hf.decode(hf.encode(text))) << name;
+    }
+    EXPECT_EQ(gguf.identity().digest_hex, hf.identity().digest_hex) << name;
+    EXPECT_EQ(gguf.identity().vocab_size, hf.identity().vocab_size) << name;
+    EXPECT_EQ(gguf.special_ids().eos, hf.special_ids().eos) << name;
+    ASSERT_EQ(gguf.has_chat_template(), hf.has_chat_template()) << name;
+    if (hf.has_chat_template()) {
+        ChatRequest chat;
+        chat.messages = {ChatMessage{"system", "Be brief."}, ChatMessage{"user", "Write add(a, b)."}};
+        EXPECT_EQ(gguf.render_chat(chat), hf.render_chat(chat)) << name;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, RealGgufTokenizer, ::testing::Values("llama3", "qwen3"));
+
+}  // namespace
+}  // namespace tf::tokenizer
