@@ -279,14 +279,20 @@ Header read_header(const MappedFile& file) {
     return h;
 }
 
-// "NAME-00002-of-00005.gguf" -> {NAME, 5}.
-std::optional<std::pair<std::string, int>> split_of(const std::string& path) {
+struct SplitName {
+    std::string stem;
+    int index = 0;  // 1-based, as in the name
+    int count = 0;
+};
+
+// "NAME-00002-of-00005.gguf" -> {NAME, 2, 5}.
+std::optional<SplitName> split_of(const std::string& path) {
     static const std::regex pattern(R"((.*)-(\d{5})-of-(\d{5})\.gguf)", std::regex::icase);
     std::smatch m;
     if (!std::regex_match(path, m, pattern)) return std::nullopt;
     const int count = std::stoi(m[3].str());
     if (count < 2) return std::nullopt;
-    return std::make_pair(m[1].str(), count);
+    return SplitName{m[1].str(), std::stoi(m[2].str()), count};
 }
 
 std::string split_path(const std::string& stem, int index, int count) {
@@ -360,13 +366,18 @@ void GgufFile::add_tensors_of(std::shared_ptr<MappedFile> file, bool first) {
 GgufFile GgufFile::open(const std::string& path) {
     const auto split = split_of(path);
     if (!split) return parse(std::make_shared<MappedFile>(path));
-    const auto& [stem, count] = *split;
+    const auto& [stem, index, count] = *split;
+    // Otherwise the set would open without the very file asked for.
+    if (index < 1 || index > count) {
+        throw LoadError(path + ": its name says split " + std::to_string(index) + " of " + std::to_string(count) +
+                        ", which no split set has");
+    }
     GgufFile gguf;
     gguf.path_ = split_path(stem, 1, count);
     for (int i = 1; i <= count; ++i) {
         const std::string part = split_path(stem, i, count);
         if (!std::filesystem::exists(part)) {
-            throw LoadError(path + ": is split " + std::to_string(i == 1 ? 2 : 1) + " of " + std::to_string(count) +
+            throw LoadError(path + ": is split " + std::to_string(index) + " of " + std::to_string(count) +
                             ", but " + part + " does not exist");
         }
         gguf.add_tensors_of(std::make_shared<MappedFile>(part), i == 1);

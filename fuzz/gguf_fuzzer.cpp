@@ -1,0 +1,80 @@
+// The GGUF reader (model/gguf.h) takes a file a user downloaded: a header of
+// counts, keys and tensor records, then tensor bytes. Every malformed file
+// must end in a LoadError; every tensor it accepts must lie inside the
+// mapping (its first and last byte are touched, which faults when the view
+// points past the file); and every accessor must answer or throw LoadError,
+// whatever type the key turned out to hold.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "model/gguf.h"
+#include "model/load_error.h"
+
+namespace {
+
+// MappedFile maps a path, so the input goes into an anonymous memory file
+// reached through /proc: no disk writes, nothing left behind on a crash.
+class MemoryFile {
+public:
+    MemoryFile() : fd_(::memfd_create("gguf-fuzz", MFD_CLOEXEC)) {
+        if (fd_ < 0) std::abort();
+        path_ = "/proc/self/fd/" + std::to_string(fd_);
+    }
+    void fill(const uint8_t* data, size_t size) {
+        if (::ftruncate(fd_, 0) != 0) std::abort();
+        size_t done = 0;
+        while (done < size) {
+            const ssize_t n = ::pwrite(fd_, data + done, size - done, static_cast<off_t>(done));
+            if (n <= 0) std::abort();
+            done += static_cast<size_t>(n);
+        }
+    }
+    const std::string& path() const { return path_; }
+
+private:
+    int fd_;
+    std::string path_;
+};
+
+// Calls one accessor; a LoadError is a fine answer for a key of another type.
+template <class F>
+void ask(F&& read) {
+    try {
+        read();
+    } catch (const tf::model::LoadError&) {
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    static MemoryFile file;
+    file.fill(data, size);
+    try {
+        const tf::model::GgufFile gguf = tf::model::GgufFile::parse(std::make_shared<tf::model::MappedFile>(file.path()));
+        volatile std::byte sink{};
+        for (const tf::model::GgufTensor& t : gguf.tensors()) {
+            if (t.bytes == 0) continue;
+            sink = t.data[0];
+            sink = t.data[t.bytes - 1];
+        }
+        (void)sink;
+        for (const auto& [key, value] : gguf.metadata()) {
+            ask([&] { (void)gguf.string(key); });
+            ask([&] { (void)gguf.unsigned_int(key); });
+            ask([&] { (void)gguf.number(key); });
+            ask([&] { (void)gguf.boolean(key); });
+            ask([&] { (void)gguf.strings(key).size(); });
+            ask([&] { (void)gguf.ints(key).size(); });
+            ask([&] { (void)gguf.reals(key).size(); });
+        }
+        (void)gguf.find_tensor("token_embd.weight");
+    } catch (const tf::model::LoadError&) {
+    }
+    return 0;
+}
