@@ -30,7 +30,9 @@ using json = nlohmann::json;  // std::map objects: a 150k-token vocabulary inser
 struct PreTokenizerName {
     const char* name;
     const char* regex;
-    bool nfc;  // the Hugging Face files of these models normalize to NFC first
+    bool nfc;            // the Hugging Face files of these models normalize to NFC first
+    bool ignore_merges;  // tiktoken-style: a word that is a token is that token, merges or not
+    bool clean_up;       // decoding drops the space before punctuation (clean_up_tokenization_spaces)
 };
 
 // The regexes of llama.cpp's pre-tokenizer types, as the models' own
@@ -38,18 +40,18 @@ struct PreTokenizerName {
 constexpr PreTokenizerName kPreTokenizers[] = {
     {"qwen2",
      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-     true},
+     true, false, false},
     {"llama-bpe",
      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-     false},
+     false, true, true},
     // Smaug's tokenizer hashes differently but splits exactly as Llama 3's.
     {"smaug-bpe",
      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-     false},
+     false, true, true},
     {"tekken",
      R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-     false},
-    {"default", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)", false},
+     false, true, false},
+    {"default", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)", false, false, true},
 };
 
 [[noreturn]] void fail(const GgufVocab& v, const std::string& what) { throw TokenizerError(v.source + ": " + what); }
@@ -126,6 +128,7 @@ Tokenizer Tokenizer::from_gguf(const GgufVocab& v) {
         fail(v, "tokenizer.ggml.model '" + v.model + "' is not one tensorfold reads (gpt2, llama)");
     }
     json tokenizer = {{"version", "1.0"}};
+    bool clean_up = false;
     json vocab = json::object(), added = json::array();
     std::unordered_map<std::string, uint32_t> ids;
     for (size_t id = 0; id < v.tokens.size(); ++id) {
@@ -173,6 +176,8 @@ Tokenizer Tokenizer::from_gguf(const GgufVocab& v) {
             fail(v, "tokenizer.ggml.pre '" + pre + "' is not a pre-tokenizer tensorfold knows (" + names + ")");
         }
         if (known->nfc) tokenizer["normalizer"] = {{"type", "NFC"}};
+        model["ignore_merges"] = known->ignore_merges;
+        clean_up = known->clean_up;
         tokenizer["pre_tokenizer"] = {
             {"type", "Sequence"},
             {"pretokenizers",
@@ -189,7 +194,7 @@ Tokenizer Tokenizer::from_gguf(const GgufVocab& v) {
     // vocabularies (llama.cpp's default for them).
     if (bos_text && v.add_bos.value_or(spm)) tokenizer["post_processor"] = template_processing(*bos_text, *v.bos);
 
-    json config = {{"clean_up_tokenization_spaces", false}};
+    json config = {{"clean_up_tokenization_spaces", clean_up}};
     const std::pair<const char*, const std::optional<int32_t>*> named[] = {
         {"bos_token", &v.bos}, {"eos_token", &v.eos}, {"pad_token", &v.pad}, {"unk_token", &v.unk}};
     for (const auto& [key, id] : named) {

@@ -184,6 +184,7 @@ TEST_P(RealGgufTokenizer, EncodesDecodesRendersAndIsIdentifiedAsItsTokenizerJson
         "emoji 🤖🎉 and <|eot_id|> <|im_end|> <|begin_of_text|> specials",
         "I'm sure they'll've done 1234567 things; DON'T",
         "ÀÉÎÕÜ ﬁ ﬂ Å e\u0301",
+        "it 's a test , is n't it ? yes .",
     };
     for (const std::string& text : texts) {
         EXPECT_EQ(gguf.encode(text), hf.encode(text)) << name << ": " << text;
