@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             sink = t.data[t.bytes - 1];
         }
         (void)sink;
-        for (const auto& [key, value] : gguf.metadata()) {
+        for (const auto& entry : gguf.metadata()) {
+            const std::string& key = entry.first;  // clang 14 cannot capture a structured binding
             ask([&] { (void)gguf.string(key); });
             ask([&] { (void)gguf.unsigned_int(key); });
             ask([&] { (void)gguf.number(key); });
