@@ -3,8 +3,11 @@
 // type it has no kernel for. Files from the test-only writer.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "gguf_writer.h"
 #include "model/gguf_model.h"
+#include "model/kernels/quant_blocks.h"
 #include "model/load_error.h"
 #include "model/weights.h"
 #include "test_support.h"
@@ -88,6 +91,40 @@ TEST(GgufModelRefusal, ATensorTypeWithoutAKernelNamesTheTensorAndType) {
     const std::string message = load_error(one_layer("qwen3", kQ5_K));
     EXPECT_NE(message.find("blk.0.attn_q.weight"), std::string::npos) << message;
     EXPECT_NE(message.find("Q5_K"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace tf::model
+
+namespace tf::model {
+namespace {
+
+// Q5_0 read as q8_0 must be the very same weights: checked against Q5_0's
+// dequantization written out here the way ggml spells it (the fifth bit of
+// element j at bit j of qh, of element j + 16 at bit j + 16).
+TEST(GgufQ5_0, BlocksBecomeQ8_0BlocksOfTheSameWeights) {
+    std::mt19937 rng(7);
+    constexpr int kBlocks = 64;
+    std::vector<std::byte> q5(kBlocks * 22);
+    for (auto& b : q5) b = static_cast<std::byte>(rng() & 0xFF);
+    for (int b = 0; b < kBlocks; ++b) {  // a finite fp16 scale: exponent below 31
+        q5[b * 22 + 1] = static_cast<std::byte>(static_cast<uint8_t>(q5[b * 22 + 1]) & 0x7B);
+    }
+    std::vector<std::byte> q8(kBlocks * sizeof(kernels::BlockQ8_0));
+    q5_0_to_q8_0(q5.data(), kBlocks, q8.data());
+    std::vector<float> ours(kBlocks * 32);
+    kernels::dequantize_row(kernels::QuantType::q8_0, q8.data(), kBlocks * 32, ours.data());
+    for (int b = 0; b < kBlocks; ++b) {
+        const auto* block = reinterpret_cast<const uint8_t*>(q5.data() + b * 22);
+        const float d = half_to_float(static_cast<uint16_t>(block[0] | (block[1] << 8)));
+        const uint32_t qh = block[2] | (block[3] << 8) | (block[4] << 16) | (uint32_t{block[5]} << 24);
+        for (int j = 0; j < 16; ++j) {
+            const int x0 = ((block[6 + j] & 0x0F) | (((qh >> j) << 4) & 0x10)) - 16;
+            const int x1 = ((block[6 + j] >> 4) | ((qh >> (j + 12)) & 0x10)) - 16;
+            EXPECT_EQ(ours[b * 32 + j], x0 * d) << "block " << b << " element " << j;
+            EXPECT_EQ(ours[b * 32 + j + 16], x1 * d) << "block " << b << " element " << j + 16;
+        }
+    }
 }
 
 }  // namespace
