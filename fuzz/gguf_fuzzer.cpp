@@ -4,42 +4,16 @@
 // mapping (its first and last byte are touched, which faults when the view
 // points past the file); and every accessor must answer or throw LoadError,
 // whatever type the key turned out to hold.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "fuzz/memory_file.h"
 #include "model/gguf.h"
 #include "model/load_error.h"
 
 namespace {
-
-// MappedFile maps a path, so the input goes into an anonymous memory file
-// reached through /proc: no disk writes, nothing left behind on a crash.
-class MemoryFile {
-public:
-    MemoryFile() : fd_(::memfd_create("gguf-fuzz", MFD_CLOEXEC)) {
-        if (fd_ < 0) std::abort();
-        path_ = "/proc/self/fd/" + std::to_string(fd_);
-    }
-    void fill(const uint8_t* data, size_t size) {
-        if (::ftruncate(fd_, 0) != 0) std::abort();
-        size_t done = 0;
-        while (done < size) {
-            const ssize_t n = ::pwrite(fd_, data + done, size - done, static_cast<off_t>(done));
-            if (n <= 0) std::abort();
-            done += static_cast<size_t>(n);
-        }
-    }
-    const std::string& path() const { return path_; }
-
-private:
-    int fd_;
-    std::string path_;
-};
 
 // Calls one accessor; a LoadError is a fine answer for a key of another type.
 template <class F>
@@ -53,7 +27,7 @@ void ask(F&& read) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static MemoryFile file;
+    static tf::fuzz::MemoryFile file("gguf-fuzz");
     file.fill(data, size);
     try {
         const tf::model::GgufFile gguf = tf::model::GgufFile::parse(std::make_shared<tf::model::MappedFile>(file.path()));

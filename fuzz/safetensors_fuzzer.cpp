@@ -3,46 +3,16 @@
 // Every malformed file must end in a LoadError, and every tensor it accepts
 // must lie inside the mapping (checked by touching its first and last byte,
 // which faults when the view points past the file).
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "fuzz/memory_file.h"
 #include "model/load_error.h"
 #include "model/safetensors.h"
 
-namespace {
-
-// Checkpoint opens files by path, so the input goes into an anonymous memory
-// file reached through /proc: no disk writes, nothing left behind on a crash.
-class MemoryFile {
-public:
-    MemoryFile() : fd_(::memfd_create("safetensors-fuzz", MFD_CLOEXEC)) {
-        if (fd_ < 0) std::abort();
-        path_ = "/proc/self/fd/" + std::to_string(fd_);
-    }
-    void fill(const uint8_t* data, size_t size) {
-        if (::ftruncate(fd_, 0) != 0) std::abort();
-        size_t done = 0;
-        while (done < size) {
-            const ssize_t n = ::pwrite(fd_, data + done, size - done, static_cast<off_t>(done));
-            if (n <= 0) std::abort();
-            done += static_cast<size_t>(n);
-        }
-    }
-    const std::string& path() const { return path_; }
-
-private:
-    int fd_;
-    std::string path_;
-};
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static MemoryFile file;
+    static tf::fuzz::MemoryFile file("safetensors-fuzz");
     file.fill(data, size);
     try {
         const tf::model::Checkpoint checkpoint = tf::model::Checkpoint::open_file(file.path());

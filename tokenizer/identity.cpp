@@ -47,22 +47,21 @@ private:
     std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
 };
 
-}  // namespace
+using Spelled = std::vector<std::pair<std::string, uint32_t>>;
+using Merges = std::vector<std::pair<std::string, std::string>>;
 
-TokenizerIdentity compute_identity(std::vector<std::pair<std::string, uint32_t>> vocab,
-                                   const std::vector<std::pair<std::string, std::string>>& merges,
-                                   std::vector<AddedToken> added, uint32_t vocab_size) {
-    std::sort(vocab.begin(), vocab.end(), [](const auto& a, const auto& b) {
+void sort_by_id(Spelled& tokens) {
+    std::sort(tokens.begin(), tokens.end(), [](const auto& a, const auto& b) {
         return a.second != b.second ? a.second < b.second : a.first < b.first;
     });
-    std::sort(added.begin(), added.end(), [](const AddedToken& a, const AddedToken& b) {
-        return a.id != b.id ? a.id < b.id : a.content < b.content;
-    });
-    Digest d;
-    d.text("tensorfold tokenizer identity v1");
-    d.text("vocab");
-    d.u32(static_cast<uint32_t>(vocab.size()));
-    for (const auto& [token, id] : vocab) {
+}
+
+// A labelled section of (id, spelling) pairs, then the merges: the part
+// both versions hash the same way.
+void hash_tokens_and_merges(Digest& d, const char* label, const Spelled& tokens, const Merges& merges) {
+    d.text(label);
+    d.u32(static_cast<uint32_t>(tokens.size()));
+    for (const auto& [token, id] : tokens) {
         d.u32(id);
         d.text(token);
     }
@@ -72,6 +71,20 @@ TokenizerIdentity compute_identity(std::vector<std::pair<std::string, uint32_t>>
         d.text(left);
         d.text(right);
     }
+}
+
+}  // namespace
+
+TokenizerIdentity compute_identity(std::vector<std::pair<std::string, uint32_t>> vocab,
+                                   const std::vector<std::pair<std::string, std::string>>& merges,
+                                   std::vector<AddedToken> added, uint32_t vocab_size) {
+    sort_by_id(vocab);
+    std::sort(added.begin(), added.end(), [](const AddedToken& a, const AddedToken& b) {
+        return a.id != b.id ? a.id < b.id : a.content < b.content;
+    });
+    Digest d;
+    d.text("tensorfold tokenizer identity v1");
+    hash_tokens_and_merges(d, "vocab", vocab, merges);
     d.text("added_tokens");
     d.u32(static_cast<uint32_t>(added.size()));
     for (const AddedToken& t : added) {
@@ -88,26 +101,13 @@ TokenizerIdentity compute_identity(std::vector<std::pair<std::string, uint32_t>>
 TokenizerIdentity compute_identity_v2(std::vector<std::pair<std::string, uint32_t>> tokens,
                                       const std::vector<std::pair<std::string, std::string>>& merges,
                                       std::vector<uint32_t> added_ids, uint32_t vocab_size) {
-    std::sort(tokens.begin(), tokens.end(), [](const auto& a, const auto& b) {
-        return a.second != b.second ? a.second < b.second : a.first < b.first;
-    });
+    sort_by_id(tokens);
     tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
     std::sort(added_ids.begin(), added_ids.end());
     added_ids.erase(std::unique(added_ids.begin(), added_ids.end()), added_ids.end());
     Digest d;
     d.text("tensorfold tokenizer identity v2");
-    d.text("tokens");
-    d.u32(static_cast<uint32_t>(tokens.size()));
-    for (const auto& [token, id] : tokens) {
-        d.u32(id);
-        d.text(token);
-    }
-    d.text("merges");
-    d.u32(static_cast<uint32_t>(merges.size()));
-    for (const auto& [left, right] : merges) {
-        d.text(left);
-        d.text(right);
-    }
+    hash_tokens_and_merges(d, "tokens", tokens, merges);
     d.text("added_ids");
     d.u32(static_cast<uint32_t>(added_ids.size()));
     for (uint32_t id : added_ids) d.u32(id);
