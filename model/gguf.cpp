@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 
 #include "model/load_error.h"
 
@@ -279,22 +278,6 @@ Header read_header(const MappedFile& file) {
     return h;
 }
 
-struct SplitName {
-    std::string stem;
-    int index = 0;  // 1-based, as in the name
-    int count = 0;
-};
-
-// "NAME-00002-of-00005.gguf" -> {NAME, 2, 5}.
-std::optional<SplitName> split_of(const std::string& path) {
-    static const std::regex pattern(R"((.*)-(\d{5})-of-(\d{5})\.gguf)", std::regex::icase);
-    std::smatch m;
-    if (!std::regex_match(path, m, pattern)) return std::nullopt;
-    const int count = std::stoi(m[3].str());
-    if (count < 2) return std::nullopt;
-    return SplitName{m[1].str(), std::stoi(m[2].str()), count};
-}
-
 std::string split_path(const std::string& stem, int index, int count) {
     char suffix[40];
     std::snprintf(suffix, sizeof suffix, "-%05d-of-%05d.gguf", index, count);
@@ -332,6 +315,27 @@ GgmlBlock ggml_block(uint32_t type) {
     return info ? info->block : GgmlBlock{};
 }
 
+std::optional<GgufSplitName> gguf_split_name(const std::string& path) {
+    // "-NNNNN-of-NNNNN.gguf": 20 characters after the stem. Plain parsing
+    // rather than <regex>, whose g++ 12 headers do not build warning-free
+    // under the sanitizers.
+    constexpr size_t kTail = 20;
+    if (path.size() <= kTail || !is_gguf_path(path)) return std::nullopt;
+    const std::string tail = path.substr(path.size() - kTail, 15);  // "-00002-of-00005"
+    const auto digits = [&](size_t from) {
+        int value = 0;
+        for (size_t i = from; i < from + 5; ++i) {
+            if (tail[i] < '0' || tail[i] > '9') return -1;
+            value = value * 10 + (tail[i] - '0');
+        }
+        return value;
+    };
+    if (tail[0] != '-' || tail.compare(6, 4, "-of-") != 0) return std::nullopt;
+    const int index = digits(1), count = digits(10);
+    if (index < 0 || count < 2) return std::nullopt;
+    return GgufSplitName{path.substr(0, path.size() - kTail), index, count};
+}
+
 bool is_gguf_path(const std::string& path) {
     if (path.size() < 5) return false;
     std::string tail = path.substr(path.size() - 5);
@@ -364,7 +368,7 @@ void GgufFile::add_tensors_of(std::shared_ptr<MappedFile> file, bool first) {
 }
 
 GgufFile GgufFile::open(const std::string& path) {
-    const auto split = split_of(path);
+    const auto split = gguf_split_name(path);
     if (!split) return parse(std::make_shared<MappedFile>(path));
     const auto& [stem, index, count] = *split;
     // Otherwise the set would open without the very file asked for.

@@ -136,4 +136,13 @@ private:
 // Whether PATH names a GGUF file by its extension (".gguf", any case).
 bool is_gguf_path(const std::string& path);
 
+// "NAME-00002-of-00005.gguf" -> {NAME, 2, 5}; nullopt for a name that is
+// not one split of two or more.
+struct GgufSplitName {
+    std::string stem;
+    int index = 0;  // 1-based, as in the name
+    int count = 0;
+};
+std::optional<GgufSplitName> gguf_split_name(const std::string& path);
+
 }  // namespace tf::model

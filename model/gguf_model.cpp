@@ -4,7 +4,6 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 #include <vector>
 
 #include "model/load_error.h"
@@ -311,9 +310,7 @@ std::optional<std::string> find_gguf_model(const std::string& model) {
         const std::string name = entry.path().filename().string();
         if (!entry.is_regular_file(ec) || !is_gguf_path(name)) continue;
         // A split set counts once, by its first file.
-        static const std::regex later_split(R"(.*-(\d{5})-of-\d{5}\.gguf)", std::regex::icase);
-        std::smatch m;
-        if (std::regex_match(name, m, later_split) && m[1].str() != "00001") continue;
+        if (const auto split = gguf_split_name(name); split && split->index != 1) continue;
         models.push_back(entry.path().string());
     }
     if (models.empty()) return std::nullopt;

@@ -1,7 +1,6 @@
 #include "tools/model_files.h"
 
 #include <filesystem>
-#include <regex>
 
 #include "model/gguf.h"
 #include "model/gguf_model.h"
@@ -57,8 +56,9 @@ tokenizer::Tokenizer load_model_tokenizer(const std::string& model) {
 std::string default_model_name(const std::string& model) {
     namespace fs = std::filesystem;
     if (const std::optional<std::string> gguf = gguf_of(model)) {
-        static const std::regex split_suffix(R"(-\d{5}-of-\d{5}$)");
-        return std::regex_replace(fs::path(*gguf).stem().string(), split_suffix, "");
+        const std::string file = fs::path(*gguf).filename().string();
+        if (const auto split = model::gguf_split_name(file)) return split->stem;
+        return fs::path(file).stem().string();
     }
     fs::path dir = fs::path(model).lexically_normal();
     if (!dir.has_filename()) dir = dir.parent_path();  // "models/tinycode/"
