@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/kernels/rope.h"
 #include "model/load_error.h"
 
 namespace tf::model {
@@ -57,19 +58,13 @@ void read_llama3_rope_freqs(const GgufFile& f, const std::string& k, const GgufT
     for (float d : divisors) s.factor = std::max(s.factor, static_cast<double>(d));
     s.original_max_position_embeddings =
         static_cast<int32_t>(f.optional_unsigned_int(k + "rope.scaling.original_context_length").value_or(8192));
-    const double low_wavelen = s.original_max_position_embeddings / s.low_freq_factor;
-    const double high_wavelen = s.original_max_position_embeddings / s.high_freq_factor;
+    // The divisors Llama 3's rule gives are the plain frequencies over the
+    // scaled ones, as rope_inv_freq computes both.
+    ModelConfig scaled = c;
+    scaled.rope_scaling = s;
+    const std::vector<float> plain = kernels::rope_inv_freq(c), rule = kernels::rope_inv_freq(scaled);
     for (int32_t i = 0; i < half; ++i) {
-        const double freq = 1.0 / std::pow(c.rope_theta, 2.0 * i / c.head_dim);
-        const double wavelen = 2.0 * M_PI / freq;
-        double expected = 1.0;
-        if (wavelen > low_wavelen) {
-            expected = s.factor;
-        } else if (wavelen >= high_wavelen) {
-            const double smooth = (s.original_max_position_embeddings / wavelen - s.low_freq_factor) /
-                                  (s.high_freq_factor - s.low_freq_factor);
-            expected = 1.0 / ((1.0 - smooth) / s.factor + smooth);
-        }
+        const double expected = static_cast<double>(plain[i]) / rule[i];
         if (std::abs(divisors[i] - expected) > 1e-4 * expected) {
             throw LoadError(f.path() + ": tensor rope_freqs.weight holds RoPE divisors that are not Llama 3's scaling "
                             "(frequency " + std::to_string(i) + ": " + std::to_string(divisors[i]) + ", Llama 3 with factor " +
