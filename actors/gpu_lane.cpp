@@ -14,6 +14,7 @@ struct Slot {
     stream_actor stream;
     model::StreamId kv = 0;
     bool awaiting = false;  // answered (opened or verdict) and not yet heard from
+    int32_t prompt_length = 0;  // where a recurrent model's cache entry may resume besides its end
 };
 
 struct LaneState {
@@ -45,10 +46,9 @@ void open_slot(Self self, OpenStream request) {
     model::Backend& backend = *s.options.backend;
     const model::StreamId kv = s.next_kv++;
     backend.open_stream(kv, s.options.context_size);
-    const engine::PromptCache::Hit hit = s.cache.find(request.prompt);
-    if (hit.length > 0) backend.copy_prefix(hit.source, kv, hit.length);
-    s.slots[request.handle] = Slot{request.stream, kv, true};
-    self->send(request.stream, opened_atom::value, hit.length);
+    const int32_t resumed = engine::resume_from_cache(backend, s.cache, kv, request.prompt);
+    s.slots[request.handle] = Slot{request.stream, kv, true, static_cast<int32_t>(request.prompt.size())};
+    self->send(request.stream, opened_atom::value, resumed);
 }
 
 void run_round(Self self) {
@@ -89,13 +89,13 @@ void close_slot(Self self, uint64_t handle, const std::vector<model::TokenId>* k
     if (found == s.slots.end()) return;
     model::Backend& backend = *s.options.backend;
     const model::StreamId kv = found->second.kv;
+    const int32_t prompt_length = found->second.prompt_length;
     self->demonitor(found->second.stream.address());
     if (s.solo && s.solo->handle == handle) s.solo.reset();  // its actor failed while lent
     s.slots.erase(found);
     s.pending.erase(handle);
     if (kept_tokens && !kept_tokens->empty()) {
-        backend.truncate(kv, static_cast<int32_t>(kept_tokens->size()));
-        for (model::StreamId evicted : s.cache.adopt(kv, *kept_tokens)) backend.close_stream(evicted);
+        engine::retire_to_cache(backend, s.cache, kv, *kept_tokens, prompt_length);
     } else {
         backend.close_stream(kv);
     }

@@ -47,9 +47,8 @@ void Engine::admit() {
         const StreamId kv = lanes_.new_kv();
         const int32_t capacity = ctx_size_;
         backend_.open_stream(kv, capacity);
-        const PromptCache::Hit hit = prompt_cache_.find(request.prompt);
-        if (hit.length > 0) backend_.copy_prefix(hit.source, kv, hit.length);
-        lanes_.add(std::make_unique<Stream>(id, kv, std::move(request), hit.length, capacity,
+        const int32_t resumed = resume_from_cache(backend_, prompt_cache_, kv, request.prompt);
+        lanes_.add(std::make_unique<Stream>(id, kv, std::move(request), resumed, capacity,
                                             decoders_ ? decoders_() : nullptr));
     }
 }
@@ -58,11 +57,9 @@ void Engine::retire(std::unique_ptr<Stream> stream) {
     totals_ += stream->counters();
     if (record_) record_->add(stream->record_ids());
     const int32_t kept = std::min(backend_.stream_length(stream->kv()), stream->kept_length());
-    if (backend_.stream_length(stream->kv()) > kept) backend_.truncate(stream->kv(), kept);
     const auto& tokens = stream->context().tokens();
-    for (StreamId kv : prompt_cache_.adopt(stream->kv(), std::vector<TokenId>(tokens.begin(), tokens.begin() + kept))) {
-        backend_.close_stream(kv);
-    }
+    retire_to_cache(backend_, prompt_cache_, stream->kv(), std::vector<TokenId>(tokens.begin(), tokens.begin() + kept),
+                    stream->prompt_length());
 }
 
 std::vector<StreamUpdate> Engine::step() {

@@ -21,7 +21,14 @@ PromptCache::Hit PromptCache::find(std::span<const TokenId> prompt) {
     const std::span<const TokenId> usable = prompt.first(prompt.size() - 1);
     Entry* best = nullptr;
     for (Entry& entry : entries_) {
-        const auto length = static_cast<int32_t>(common_prefix(usable, entry.tokens));
+        auto length = static_cast<int32_t>(common_prefix(usable, entry.tokens));
+        if (!entry.resume_points.empty()) {
+            int32_t best_point = 0;
+            for (int32_t point : entry.resume_points) {
+                if (point <= length) best_point = std::max(best_point, point);
+            }
+            length = best_point;
+        }
         // Equal lengths: the most recently used entry, so hot entries stay hot.
         if (length > hit.length || (length == hit.length && length > 0 && best && entry.last_used > best->last_used)) {
             hit = {entry.stream, length};
@@ -32,7 +39,7 @@ PromptCache::Hit PromptCache::find(std::span<const TokenId> prompt) {
     return hit;
 }
 
-std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> tokens) {
+std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points) {
     std::vector<StreamId> to_close;
     const auto size = static_cast<int64_t>(tokens.size());
     if (size == 0 || size > max_tokens_) {
@@ -41,15 +48,25 @@ std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> t
     }
     // An entry that the new one extends (its tokens are a prefix of the new
     // tokens) holds nothing the new one lacks; an entry that extends the new
-    // one makes the new one redundant.
+    // one makes the new one redundant. With resume points, only when the
+    // longer one can resume everywhere the shorter one can.
+    auto covers = [](const Entry& longer, const std::vector<int32_t>& points) {
+        if (longer.resume_points.empty()) return true;
+        if (points.empty()) return false;
+        return std::all_of(points.begin(), points.end(), [&](int32_t p) {
+            return std::find(longer.resume_points.begin(), longer.resume_points.end(), p) != longer.resume_points.end();
+        });
+    };
     for (const Entry& entry : entries_) {
-        if (entry.tokens.size() >= tokens.size() && common_prefix(entry.tokens, tokens) == tokens.size()) {
+        if (entry.tokens.size() >= tokens.size() && common_prefix(entry.tokens, tokens) == tokens.size() &&
+            covers(entry, resume_points)) {
             to_close.push_back(stream);
             return to_close;
         }
     }
+    const Entry incoming{stream, tokens, 0, resume_points};
     std::erase_if(entries_, [&](const Entry& entry) {
-        if (common_prefix(entry.tokens, tokens) != entry.tokens.size()) return false;
+        if (common_prefix(entry.tokens, tokens) != entry.tokens.size() || !covers(incoming, entry.resume_points)) return false;
         cached_tokens_ -= static_cast<int64_t>(entry.tokens.size());
         to_close.push_back(entry.stream);
         return true;
@@ -62,7 +79,7 @@ std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> t
         entries_.erase(oldest);
     }
     cached_tokens_ += size;
-    entries_.push_back({stream, std::move(tokens), ++clock_});
+    entries_.push_back({stream, std::move(tokens), ++clock_, std::move(resume_points)});
     return to_close;
 }
 
@@ -72,6 +89,34 @@ std::vector<StreamId> PromptCache::clear() {
     entries_.clear();
     cached_tokens_ = 0;
     return streams;
+}
+
+int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt) {
+    const PromptCache::Hit hit = cache.find(prompt);
+    if (hit.length > 0) backend.copy_prefix(hit.source, kv, hit.length);
+    if (backend.config().recurrent() && prompt.size() >= 2) {
+        backend.keep_state_at(kv, static_cast<int32_t>(prompt.size()) - 1);
+    }
+    return hit.length;
+}
+
+void retire_to_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::vector<TokenId> tokens,
+                     int32_t prompt_length) {
+    const auto kept = static_cast<int32_t>(tokens.size());
+    if (kept == 0 || !backend.holds_state_at(kv, kept)) {
+        backend.close_stream(kv);
+        return;
+    }
+    std::vector<int32_t> resume_points;
+    if (backend.config().recurrent()) {
+        resume_points.push_back(kept);
+        const int32_t prompt_end = prompt_length - 1;
+        if (prompt_end > 0 && prompt_end < kept && backend.holds_state_at(kv, prompt_end)) {
+            resume_points.push_back(prompt_end);
+        }
+    }
+    if (backend.stream_length(kv) > kept) backend.truncate(kv, kept);
+    for (StreamId closed : cache.adopt(kv, std::move(tokens), std::move(resume_points))) backend.close_stream(closed);
 }
 
 }  // namespace tf::engine

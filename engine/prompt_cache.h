@@ -9,8 +9,15 @@
 // the resume point reported here (docs/recall.md, introduction and "On disk",
 // what gets added).
 //
-// Pure bookkeeping: it never calls the backend. The engine copies a hit's
-// KV with Backend::copy_prefix and closes the streams this class evicts.
+// The class is pure bookkeeping: it never calls the backend. The two
+// functions at the end are the glue both engines (engine/engine.cpp and the
+// gpu_lane actor) use: they copy a hit's KV with Backend::copy_prefix and
+// close the streams this class evicts.
+//
+// A model with recurrent layers (NemotronH) holds its state at a few
+// lengths of a stream only, never at every prefix, so its entries carry the
+// lengths they can resume at: the end of the prompt less its last token
+// (where the same prompt, regenerated, resumes) and the whole entry.
 // Not thread-safe (owned by the engine's thread).
 #pragma once
 
@@ -41,9 +48,11 @@ public:
     Hit find(std::span<const TokenId> prompt);
 
     // Takes a finished stream whose KV holds `tokens` (positions 0..n-1).
-    // Returns the streams the engine must now close: evicted entries, entries
-    // the new one covers, or `stream` itself when it is not worth keeping.
-    std::vector<StreamId> adopt(StreamId stream, std::vector<TokenId> tokens);
+    // `resume_points`: the only lengths a hit may resume at, in any order;
+    // empty = every prefix. Returns the streams the engine must now close:
+    // evicted entries, entries the new one covers, or `stream` itself when
+    // it is not worth keeping.
+    std::vector<StreamId> adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points = {});
 
     // Drops every entry; returns their streams for the engine to close.
     std::vector<StreamId> clear();
@@ -56,6 +65,7 @@ private:
         StreamId stream;
         std::vector<TokenId> tokens;
         uint64_t last_used;
+        std::vector<int32_t> resume_points;  // empty: every prefix
     };
 
     int64_t max_tokens_;
@@ -63,5 +73,18 @@ private:
     uint64_t clock_ = 0;
     std::vector<Entry> entries_;
 };
+
+// A new stream `kv` (open, empty) for `prompt`: copies the longest cached
+// prefix into it and, on a recurrent model, asks the backend to keep the
+// state at the prompt's end for this stream's own entry later. Returns the
+// resume point.
+int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt);
+
+// A finished stream `kv` whose first tokens.size() positions are worth
+// keeping: cuts the rest, hands it to the cache, and closes what the cache
+// lets go (the stream itself when the backend no longer holds its state at
+// that length).
+void retire_to_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::vector<TokenId> tokens,
+                     int32_t prompt_length);
 
 }  // namespace tf::engine

@@ -67,6 +67,19 @@ public:
     // positions of `from`: the prompt cache resumes from it.
     virtual void copy_prefix(StreamId from, StreamId to, int32_t length) = 0;
 
+    // Recurrent layers (config().recurrent(): NemotronH's Mamba2 mixers)
+    // fold every position into one state per stream, so truncate and
+    // copy_prefix only reach lengths where the backend still holds that
+    // state: any length of the stream's last forward, and one length kept
+    // on request. Attention-only models hold every length up to the stream's.
+    virtual bool holds_state_at(StreamId stream, int32_t length) const {
+        return length >= 0 && length <= stream_length(stream);
+    }
+    // Asks to keep the state at `length` when a forward passes it (the
+    // prompt cache resumes a regenerated prompt there); replaces an earlier
+    // request. Nothing to do without recurrent layers.
+    virtual void keep_state_at(StreamId /*stream*/, int32_t /*length*/) {}
+
     // One batched forward. Rows of one stream appear in increasing, consecutive
     // positions; each row attends to its stream's positions 0..position
     // (including earlier rows of this batch) and appends its K/V. A row's

@@ -51,11 +51,15 @@ CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::I
       quant_(&kernels::quant_kernels(isa)),
       pool_(threads) {
     const ModelConfig& c = weights_->config();
-    if (!supported_head_dim(c.head_dim)) {
+    if (c.attention_layer_count() > 0 && !supported_head_dim(c.head_dim)) {
         throw LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
                         " is not supported by the CPU backend (a multiple of 16: 16..128, 160, 192 or 256)");
     }
     inv_freq_ = kernels::rope_inv_freq(c);
+    for (int32_t layer = 0, kv = 0, mamba = 0; layer < c.num_layers; ++layer) {
+        kv_layer_.push_back(c.has_attention(layer) ? kv++ : -1);
+        mamba_layer_.push_back(c.layer_kind(layer) == LayerKind::mamba ? mamba++ : -1);
+    }
 }
 
 KvCache& CpuBackend::cache(StreamId stream) {
@@ -74,11 +78,33 @@ void CpuBackend::open_stream(StreamId stream, int32_t capacity) {
     if (streams_.count(stream)) throw std::invalid_argument("stream " + std::to_string(stream) + " is already open");
     if (capacity <= 0) throw std::invalid_argument("stream capacity must be positive, got " + std::to_string(capacity));
     const ModelConfig& c = config();
-    streams_.emplace(stream, std::make_unique<KvCache>(c.num_layers, c.num_kv_heads, c.head_dim, capacity));
+    // Only attention layers have K/V; the cache's length is the stream's either way.
+    streams_.emplace(stream, std::make_unique<KvCache>(c.attention_layer_count(), c.num_kv_heads, c.head_dim, capacity));
+    if (c.recurrent()) {
+        const auto mamba_layers = static_cast<int32_t>(std::count(c.layer_kinds.begin(), c.layer_kinds.end(), LayerKind::mamba));
+        recurrent_.emplace(stream, std::make_unique<RecurrentState>(c.mamba, mamba_layers));
+    }
 }
 
 void CpuBackend::close_stream(StreamId stream) {
     if (streams_.erase(stream) == 0) throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
+    recurrent_.erase(stream);
+}
+
+RecurrentState* CpuBackend::recurrent(StreamId stream) const {
+    auto it = recurrent_.find(stream);
+    return it == recurrent_.end() ? nullptr : it->second.get();
+}
+
+bool CpuBackend::holds_state_at(StreamId stream, int32_t length) const {
+    if (length < 0 || length > cache(stream).length()) return false;
+    const RecurrentState* state = recurrent(stream);
+    return !state || state->holds(length);
+}
+
+void CpuBackend::keep_state_at(StreamId stream, int32_t length) {
+    cache(stream);  // must be open
+    if (RecurrentState* state = recurrent(stream)) state->request_snapshot(length > state->length() ? length : -1);
 }
 
 int32_t CpuBackend::stream_length(StreamId stream) const { return cache(stream).length(); }
@@ -88,6 +114,19 @@ void CpuBackend::truncate(StreamId stream, int32_t length) {
     if (length < 0 || length > kv.length()) {
         throw std::invalid_argument("truncate stream " + std::to_string(stream) + " to " + std::to_string(length) +
                                     ": it holds " + std::to_string(kv.length()) + " positions");
+    }
+    if (RecurrentState* state = recurrent(stream); state && length != kv.length()) {
+        if (!state->holds(length)) {
+            throw std::invalid_argument("truncate stream " + std::to_string(stream) + " to " + std::to_string(length) +
+                                        ": its recurrent state reaches back to " + std::to_string(state->round_start()) +
+                                        " (the start of its last forward) or a kept snapshot only");
+        }
+        if (length >= state->round_start()) {
+            state->keep_rows(length - state->round_start());
+            replay(*state, state->round_rows());
+        } else {
+            state->restore_snapshot();
+        }
     }
     kv.set_length(length);
 }
@@ -101,7 +140,19 @@ void CpuBackend::copy_prefix(StreamId from, StreamId to, int32_t length) {
                                     ") to stream " + std::to_string(to) + " (capacity " +
                                     std::to_string(target.capacity()) + ")");
     }
+    RecurrentState* from_state = recurrent(from);
+    if (from_state && !from_state->holds(length)) {
+        throw std::invalid_argument("copy_prefix " + std::to_string(length) + " positions from stream " +
+                                    std::to_string(from) + ": its recurrent state is held at lengths " +
+                                    std::to_string(from_state->round_start()) + ".." +
+                                    std::to_string(from_state->length()) + " and the snapshot " +
+                                    std::to_string(from_state->snapshot_length()) + " only");
+    }
     target.copy_prefix(source, length);
+    if (from_state) {
+        RecurrentState& to_state = *recurrent(to);
+        replay(to_state, to_state.assign(*from_state, length));
+    }
 }
 
 void CpuBackend::check_rows(std::span<const Row> rows, size_t samplers) {
@@ -134,7 +185,7 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
     check_rows(rows, samplers.size());
     const ModelConfig& c = config();
     const auto M = static_cast<int32_t>(rows.size());
-    const int32_t hidden = c.hidden_size, half = c.head_dim / 2, vocab = c.vocab_size;
+    const int32_t hidden = c.hidden_size, half = c.rope_dim() / 2, vocab = c.vocab_size;
     // Output rows: those that sample or want logits, in row order.
     int32_t outputs = 0, wanted = 0, sampled = 0;
     for (const Row& row : rows) {
@@ -153,12 +204,16 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
         weights_->embed(rows[m].token, row_of(x_, m, hidden));
         kernels::rope_angles(inv_freq_.data(), half, rows[m].position, row_of(cos_, m, half), row_of(sin_, m, half));
     }
+    if (c.recurrent()) begin_recurrent_rounds(rows);
     const auto& layers = weights_->layers();
     for (int32_t layer = 0; layer < c.num_layers; ++layer) {
-        attention_block(layers[layer], layer, rows);
-        mlp_block(layers[layer], M);
+        const LayerWeights& l = layers[layer];
+        if (l.kind == LayerKind::mamba) mamba_block(l, mamba_layer_[layer], rows);
+        if (c.has_attention(layer)) attention_block(l, kv_layer_[layer], rows);
+        if (c.has_mlp(layer)) mlp_block(l, M);
     }
     for (int32_t m = 0; m < M; ++m) row_caches_[m]->set_length(rows[m].position + 1);
+    if (c.recurrent()) finish_recurrent_rounds(rows);
     if (outputs == 0) return;
 
     // Final norm and lm_head for the output rows: straight into out.logits
@@ -171,8 +226,8 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
     output_rows_.clear();
     for (int32_t m = 0; m < M; ++m) {
         if (!rows[m].want_logits && rows[m].sampler < 0) continue;
-        kernels::rmsnorm_row(row_of(x_, m, hidden), weights_->final_norm(), hidden, c.rms_norm_eps,
-                             row_of(normed_, static_cast<int32_t>(output_rows_.size()), hidden));
+        norm_row(row_of(x_, m, hidden), weights_->final_norm(), weights_->final_norm_bias(),
+                 row_of(normed_, static_cast<int32_t>(output_rows_.size()), hidden));
         output_rows_.push_back(m);
     }
     pack_for(weights_->lm_head())(normed_.data(), outputs, hidden, hidden, split_.data());
@@ -219,18 +274,28 @@ void CpuBackend::run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob>
     kernels::matmul(quantized ? quant_->matmul : kernels_->matmul, pool_, split_.data(), M, jobs);
 }
 
-void CpuBackend::norm_and_pack(const float* norm_weight, const WeightMatrix& consumer, int32_t M) {
+void CpuBackend::norm_row(const float* x, const float* weight, const float* bias, float* out) const {
+    const ModelConfig& c = config();
+    if (c.norm == NormKind::layer_norm_1p) {
+        kernels::layernorm_row(x, weight, bias, c.hidden_size, c.rms_norm_eps, out);
+    } else {
+        kernels::rmsnorm_row(x, weight, c.hidden_size, c.rms_norm_eps, out);
+    }
+}
+
+void CpuBackend::norm_and_pack(const float* norm_weight, const float* norm_bias, const WeightMatrix& consumer, int32_t M) {
     const ModelConfig& c = config();
     const int32_t hidden = c.hidden_size;
     const size_t packed_row = packed_row_bytes(consumer);
     const kernels::PackRowsFn pack = pack_for(consumer);
+    grow(normed_, M, hidden);
     grow_packed(M, consumer);
     // Rows go to threads: at prefill sizes these serial per-row sums would
     // otherwise be the part of a forward that a second thread cannot share.
     pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
         for (int64_t m = begin; m < end; ++m) {
             float* normed = normed_.data() + m * hidden;
-            kernels::rmsnorm_row(x_.data() + m * hidden, norm_weight, hidden, c.rms_norm_eps, normed);
+            norm_row(x_.data() + m * hidden, norm_weight, norm_bias, normed);
             pack(normed, 1, hidden, hidden, reinterpret_cast<char*>(split_.data()) + m * packed_row);
         }
     });
@@ -239,7 +304,7 @@ void CpuBackend::norm_and_pack(const float* norm_weight, const WeightMatrix& con
 void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows) {
     const ModelConfig& c = config();
     const auto M = static_cast<int32_t>(rows.size());
-    const int32_t hidden = c.hidden_size, head_dim = c.head_dim, half = head_dim / 2;
+    const int32_t hidden = c.hidden_size, head_dim = c.head_dim, half = c.rope_dim() / 2;
     const int32_t q_dim = c.num_heads * head_dim, kv_dim = c.num_kv_heads * head_dim;
     grow(normed_, M, hidden);
     grow(q_, M, q_dim);
@@ -248,7 +313,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     grow(attn_, M, q_dim);
     grow(out_, M, hidden);
 
-    norm_and_pack(l.attn_norm, l.wq, M);
+    norm_and_pack(l.attn_norm, l.attn_norm_bias, l.wq, M);
     run_matmul(M, {MatmulJob{&l.wq, q_.data(), q_dim}, MatmulJob{&l.wk, k_.data(), kv_dim},
                    MatmulJob{&l.wv, v_.data(), kv_dim}});
     add_bias(q_.data(), l.q_bias, M, q_dim);
@@ -266,8 +331,10 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
                 for (int32_t h = 0; h < c.num_heads; ++h) kernels::rmsnorm_row(q + h * head_dim, l.q_norm, head_dim, c.rms_norm_eps, q + h * head_dim);
                 for (int32_t h = 0; h < c.num_kv_heads; ++h) kernels::rmsnorm_row(k + h * head_dim, l.k_norm, head_dim, c.rms_norm_eps, k + h * head_dim);
             }
-            kernels::rope(q, c.num_heads, head_dim, row_of(cos_, m, half), row_of(sin_, m, half));
-            kernels::rope(k, c.num_kv_heads, head_dim, row_of(cos_, m, half), row_of(sin_, m, half));
+            if (half > 0) {  // on the first rope_dim() dims of each head; NemotronH has no RoPE
+                for (int32_t h = 0; h < c.num_heads; ++h) kernels::rope_head(q + h * head_dim, row_of(cos_, m, half), row_of(sin_, m, half), half);
+                for (int32_t h = 0; h < c.num_kv_heads; ++h) kernels::rope_head(k + h * head_dim, row_of(cos_, m, half), row_of(sin_, m, half), half);
+            }
 
             // Append this row's K/V before any row attends: later rows of the
             // same stream in this batch read it.
@@ -296,15 +363,21 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
 void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
     const ModelConfig& c = config();
     const int32_t hidden = c.hidden_size, inter = c.intermediate_size;
+    const bool gated = c.mlp == MlpKind::silu_gated;
     grow(gate_, M, inter);
     grow(up_, M, inter);
 
-    norm_and_pack(l.mlp_norm, l.w_gate, M);
-    run_matmul(M, {MatmulJob{&l.w_gate, gate_.data(), inter}, MatmulJob{&l.w_up, up_.data(), inter}});
-    // silu(gate) * up, then the packed copy for down_proj: per row, so rows
-    // go to threads. The exps are the attention's exp16, 16 at a time (the
-    // same bits on every path; std::exp one by one was a tenth of a 16-row
-    // forward).
+    norm_and_pack(l.mlp_norm, l.mlp_norm_bias, l.w_up, M);
+    if (gated) {
+        run_matmul(M, {MatmulJob{&l.w_gate, gate_.data(), inter}, MatmulJob{&l.w_up, up_.data(), inter}});
+    } else {
+        run_matmul(M, {MatmulJob{&l.w_up, up_.data(), inter}});
+        add_bias(up_.data(), l.up_bias, M, inter);
+    }
+    // silu(gate) * up, or relu(up)^2, then the packed copy for down_proj:
+    // per row, so rows go to threads. The exps are the attention's exp16,
+    // 16 at a time (the same bits on every path; std::exp one by one was a
+    // tenth of a 16-row forward).
     grow_packed(M, l.w_down);
     const size_t packed_row = packed_row_bytes(l.w_down);
     const kernels::PackRowsFn pack = pack_for(l.w_down);
@@ -314,14 +387,22 @@ void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
         e.assign(padded, 0.0f);
         for (int64_t m = begin; m < end; ++m) {
             float* g = gate_.data() + m * inter;
-            const float* u = up_.data() + m * inter;
-            for (int32_t i = 0; i < inter; ++i) e[i] = -g[i];
-            kernels_->exp16_values(e.data(), padded, e.data());
-            for (int32_t i = 0; i < inter; ++i) g[i] = g[i] / (1.0f + e[i]) * u[i];
+            float* u = up_.data() + m * inter;
+            if (gated) {
+                for (int32_t i = 0; i < inter; ++i) e[i] = -g[i];
+                kernels_->exp16_values(e.data(), padded, e.data());
+                for (int32_t i = 0; i < inter; ++i) g[i] = g[i] / (1.0f + e[i]) * u[i];
+            } else {
+                for (int32_t i = 0; i < inter; ++i) {
+                    const float r = u[i] > 0.0f ? u[i] : 0.0f;
+                    g[i] = r * r;
+                }
+            }
             pack(g, 1, inter, inter, reinterpret_cast<char*>(split_.data()) + m * packed_row);
         }
     });
     run_matmul(M, {MatmulJob{&l.w_down, out_.data(), hidden}});
+    add_bias(out_.data(), l.down_bias, M, hidden);
     for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
 }
 

@@ -9,6 +9,10 @@
 // head) pairs, never a reduction. Prefill, decode and verify run this same
 // code. Tests compare logits bitwise (tests/model/batch_invariance_test.cpp).
 //
+// NemotronH's Mamba2 layers keep one RecurrentState per stream beside the
+// KV cache of its attention layers; truncate rolls it back exactly
+// (model/recurrent_state.h).
+//
 // Thread-safety: as Backend: one caller at a time; forward() uses the pool.
 #pragma once
 
@@ -25,6 +29,7 @@
 #include "model/kernels/matmul.h"
 #include "model/kernels/quant_matmul.h"
 #include "model/kv_cache.h"
+#include "model/recurrent_state.h"
 #include "model/thread_pool.h"
 #include "model/weights.h"
 
@@ -43,6 +48,8 @@ public:
     int32_t stream_length(StreamId stream) const override;
     void truncate(StreamId stream, int32_t length) override;
     void copy_prefix(StreamId from, StreamId to, int32_t length) override;
+    bool holds_state_at(StreamId stream, int32_t length) const override;
+    void keep_state_at(StreamId stream, int32_t length) override;
     void forward(std::span<const Row> rows, std::span<const SamplingParams> samplers, RowOutputs& out) override;
     using Backend::forward;
 
@@ -57,8 +64,21 @@ private:
     KvCache& cache(StreamId stream);
     const KvCache& cache(StreamId stream) const;
     void check_rows(std::span<const Row> rows, size_t samplers);
-    void attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows);
+    void attention_block(const LayerWeights& l, int32_t kv_layer, std::span<const Row> rows);
     void mlp_block(const LayerWeights& l, int32_t rows);
+    // NemotronH's Mamba2 mixer (cpu_backend_mamba.cpp): in_proj, the conv
+    // and scan on each stream's state, the gated norm and out_proj.
+    void mamba_block(const LayerWeights& l, int32_t mamba_layer, std::span<const Row> rows);
+    // Before a forward's layers: each stream with rows starts a round of its
+    // recurrent state; rows learn their stream's state and round row.
+    void begin_recurrent_rounds(std::span<const Row> rows);
+    void finish_recurrent_rounds(std::span<const Row> rows);
+    // Replays round rows [0, rows) of `state` from its start state (a
+    // rollback, or a copy that lands inside a round).
+    void replay(RecurrentState& state, int32_t rows);
+    RecurrentState* recurrent(StreamId stream) const;
+    // x := the norm of the layer (RMSNorm, or LayerNorm1P with `bias`).
+    void norm_row(const float* x, const float* weight, const float* bias, float* out) const;
     // How `w`'s kernel wants its input rows packed, and their size: the
     // float path's layout, or int8 blocks for a quantized matrix.
     kernels::PackRowsFn pack_for(const WeightMatrix& w) const;
@@ -68,7 +88,7 @@ private:
     void run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob> jobs);
     // normed_ := RMSNorm(x_) with `norm_weight`, and split_ := its rows
     // packed for `consumer` (the first matrix that reads them).
-    void norm_and_pack(const float* norm_weight, const WeightMatrix& consumer, int32_t rows);
+    void norm_and_pack(const float* norm_weight, const float* norm_bias, const WeightMatrix& consumer, int32_t rows);
 
     std::unique_ptr<Weights> weights_;
     const kernels::KernelTable* kernels_;
@@ -76,10 +96,18 @@ private:
     ThreadPool pool_;
     std::vector<float> inv_freq_;
     std::unordered_map<StreamId, std::unique_ptr<KvCache>> streams_;
+    // Streams' Mamba2 states, when the model has Mamba layers.
+    std::unordered_map<StreamId, std::unique_ptr<RecurrentState>> recurrent_;
+    std::vector<int32_t> kv_layer_;      // per layer: its index in the KV caches, or -1
+    std::vector<int32_t> mamba_layer_;   // per layer: its index in the recurrent states, or -1
     std::vector<KvCache*> row_caches_;  // per row of the current forward
+    std::vector<RecurrentState*> row_states_;  // per row, when recurrent
+    std::vector<int32_t> row_round_;           // per row: its row of its stream's round
+    std::vector<std::vector<int32_t>> stream_rows_;  // per stream of the forward: its rows, in order
 
     // Scratch, per row: sized on demand, kept between calls.
     std::vector<float> x_, normed_, split_, q_, k_, v_, attn_, out_, gate_, up_, cos_, sin_;
+    std::vector<float> proj_, xbc_, dt_, y_;  // Mamba2: in_proj output, conv output, time steps, scan output
     std::vector<std::vector<float>> scores_;
     std::vector<kernels::AttentionRow> attention_rows_;
     std::vector<float> logits_;        // output rows' logits when some only sample

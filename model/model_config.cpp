@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -22,9 +23,46 @@ std::string read_text(const std::filesystem::path& path) {
     return text.str();
 }
 
+// Python's json module writes float('inf') as a bare Infinity (NemotronH
+// configs' time_step_limit), which strict JSON lacks. Outside string
+// literals, Infinity, -Infinity and NaN become strings that number readers
+// accept; everything else is left alone.
+std::string quote_nonfinite_numbers(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char ch = text[i];
+        if (in_string) {
+            out += ch;
+            if (ch == '\\' && i + 1 < text.size()) {
+                out += text[++i];
+            } else if (ch == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (ch == '"') in_string = true;
+        bool replaced = false;
+        for (const char* word : {"-Infinity", "Infinity", "NaN"}) {
+            const size_t n = std::char_traits<char>::length(word);
+            if (text.compare(i, n, word) == 0) {
+                out += '"';
+                out += word;
+                out += '"';
+                i += n - 1;
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced) out += ch;
+    }
+    return out;
+}
+
 json parse_json(const std::string& text, const std::string& where) {
     try {
-        json parsed = json::parse(text);
+        json parsed = json::parse(quote_nonfinite_numbers(text));
         if (!parsed.is_object()) throw LoadError(where + ": expected a JSON object at the top level");
         return parsed;
     } catch (const json::exception& e) {
@@ -109,33 +147,8 @@ void read_rope_type(const json& block, const std::string& where, const char* nam
     }
 }
 
-}  // namespace
-
-ModelConfig parse_model_config(const std::string& config_json, const std::string& where,
-                               const std::string& generation_config_json, const std::string& generation_where) {
-    json root = parse_json(config_json, where);
+void read_decoder(const json& root, const std::string& where, ModelConfig& c) {
     Fields f{root, where};
-    ModelConfig c;
-
-    if (!root.contains("architectures") || !root.at("architectures").is_array() || root.at("architectures").empty() ||
-        !root.at("architectures")[0].is_string()) {
-        throw LoadError(where + ": field \"architectures\" must be a list naming the model class, e.g. "
-                                "[\"LlamaForCausalLM\"]");
-    }
-    c.architecture = root.at("architectures")[0].get<std::string>();
-    if (c.architecture == "LlamaForCausalLM") {
-        c.family = Family::llama;
-    } else if (c.architecture == "MistralForCausalLM") {
-        c.family = Family::mistral;
-    } else if (c.architecture == "Qwen2ForCausalLM") {
-        c.family = Family::qwen2;
-    } else if (c.architecture == "Qwen3ForCausalLM") {
-        c.family = Family::qwen3;
-    } else {
-        throw LoadError(where + ": architecture \"" + c.architecture +
-                        "\" is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                        "Qwen3ForCausalLM)");
-    }
 
     c.hidden_size = f.integer("hidden_size");
     c.num_layers = f.integer("num_hidden_layers");
@@ -169,9 +182,26 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
     c.torch_dtype = f.string_or("torch_dtype", f.string_or("dtype", ""));
 
-    std::string act = f.string_or("hidden_act", "silu");
-    if (act != "silu") throw LoadError(where + ": hidden_act \"" + act + "\" is not supported (supported: silu)");
-    if (f.boolean_or("mlp_bias", false)) throw LoadError(where + ": mlp_bias true is not supported");
+    const std::string act = f.string_or("hidden_act", c.family == Family::nemotron ? "relu2" : "silu");
+    if (c.family == Family::nemotron) {
+        // Nemotron-4 / Minitron: LayerNorm1P (norm_eps), squared ReLU, RoPE on
+        // the first partial_rotary_factor of each head.
+        if (act != "relu2") throw LoadError(where + ": hidden_act \"" + act + "\" is not supported for NemotronForCausalLM (supported: relu2)");
+        c.norm = NormKind::layer_norm_1p;
+        c.mlp = MlpKind::relu2;
+        c.mlp_bias = f.boolean_or("mlp_bias", false);
+        c.rms_norm_eps = static_cast<float>(f.number_or("norm_eps", 1e-5));
+        const double factor = f.number_or("partial_rotary_factor", 0.5);
+        const auto dim = static_cast<int32_t>(factor * c.head_dim);
+        if (!(factor > 0 && factor <= 1) || dim < 2 || dim % 2 != 0) {
+            throw LoadError(where + ": partial_rotary_factor " + std::to_string(factor) + " of head_dim " +
+                            std::to_string(c.head_dim) + " must turn an even number of dimensions (at least 2)");
+        }
+        c.rotary_dim = dim == c.head_dim ? 0 : dim;
+    } else {
+        if (act != "silu") throw LoadError(where + ": hidden_act \"" + act + "\" is not supported (supported: silu)");
+        if (f.boolean_or("mlp_bias", false)) throw LoadError(where + ": mlp_bias true is not supported");
+    }
 
     // Biases: Qwen2 always has q/k/v bias and no o bias; Llama and Qwen3 put
     // attention_bias on all four; Mistral has none.
@@ -198,7 +228,11 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     c.rope_theta = f.number_or("rope_theta", c.rope_theta);
     if (f.has("rope_scaling")) read_rope_type(root.at("rope_scaling"), where, "rope_scaling", c);
     if (!(c.rope_theta > 0)) throw LoadError(where + ": rope_theta must be positive");
+}
 
+void read_eos_ids(const json& root, const std::string& where, const std::string& generation_config_json,
+                  const std::string& generation_where, ModelConfig& c) {
+    Fields f{root, where};
     c.eos_token_ids = f.ids_or_empty("eos_token_id");
     if (!generation_config_json.empty()) {
         json generation = parse_json(generation_config_json, generation_where);
@@ -211,8 +245,185 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
                             std::to_string(c.vocab_size));
         }
     }
+}
+
+// A number that may be written as a string ("Infinity", "inf", "-Infinity")
+// or as transformers 5's {"__float__": "Infinity"}.
+double number_or_nonfinite(const json& v, const std::string& where, const char* name) {
+    if (v.is_number()) return v.get<double>();
+    const json* text = &v;
+    if (v.is_object() && v.contains("__float__")) text = &v.at("__float__");
+    if (text->is_string()) {
+        const std::string s = text->get<std::string>();
+        if (s == "Infinity" || s == "inf" || s == "+inf") return std::numeric_limits<double>::infinity();
+        if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+    }
+    throw LoadError(where + ": field \"" + name + "\" must hold numbers, got " + v.dump());
+}
+
+// hybrid_override_pattern ("M-M*-") or layers_block_type (["mamba", "mlp",
+// ...], or transformers 5's "linear_attention" / "full_attention").
+std::vector<LayerKind> read_layer_kinds(const json& root, const std::string& where) {
+    std::vector<LayerKind> kinds;
+    auto refuse_moe = [&](size_t layer) {
+        throw LoadError(where + ": layer " + std::to_string(layer) +
+                        " is a mixture-of-experts layer (E / moe), which is not supported (supported: Mamba2 M, "
+                        "attention *, MLP -)");
+    };
+    Fields f{root, where};
+    if (f.has("hybrid_override_pattern")) {
+        const std::string pattern = f.string_or("hybrid_override_pattern", "");
+        for (size_t i = 0; i < pattern.size(); ++i) {
+            switch (pattern[i]) {
+                case 'M': kinds.push_back(LayerKind::mamba); break;
+                case '*': kinds.push_back(LayerKind::attention); break;
+                case '-': kinds.push_back(LayerKind::mlp); break;
+                case 'E': refuse_moe(i); break;
+                default:
+                    throw LoadError(where + ": hybrid_override_pattern \"" + pattern + "\" has '" +
+                                    std::string(1, pattern[i]) + "' at layer " + std::to_string(i) +
+                                    " (known: M Mamba2, * attention, - MLP, E mixture of experts)");
+            }
+        }
+    } else if (f.has("layers_block_type") && root.at("layers_block_type").is_array()) {
+        const json& list = root.at("layers_block_type");
+        for (size_t i = 0; i < list.size(); ++i) {
+            const std::string type = list[i].is_string() ? list[i].get<std::string>() : list[i].dump();
+            if (type == "mamba" || type == "linear_attention") {
+                kinds.push_back(LayerKind::mamba);
+            } else if (type == "attention" || type == "full_attention") {
+                kinds.push_back(LayerKind::attention);
+            } else if (type == "mlp") {
+                kinds.push_back(LayerKind::mlp);
+            } else if (type == "moe") {
+                refuse_moe(i);
+            } else {
+                throw LoadError(where + ": layers_block_type[" + std::to_string(i) + "] \"" + type +
+                                "\" is not a layer kind (known: mamba, attention, mlp, moe)");
+            }
+        }
+    } else {
+        throw LoadError(where + ": NemotronHForCausalLM needs \"hybrid_override_pattern\" or a \"layers_block_type\" list");
+    }
+    if (kinds.empty()) throw LoadError(where + ": the model has no layers (empty hybrid_override_pattern)");
+    return kinds;
+}
+
+// NemotronHForCausalLM, read as transformers' configuration_nemotron_h.py
+// reads it, older spellings (mamba_n_groups, mamba_d_conv, ...) included.
+void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c) {
+    Fields f{root, where};
+    c.norm = NormKind::rms;
+    c.mlp = MlpKind::relu2;
+    c.rotary = false;
+    c.layer_kinds = read_layer_kinds(root, where);
+    c.num_layers = static_cast<int32_t>(c.layer_kinds.size());
+    bool any_attention = false, any_mlp = false;
+    for (LayerKind kind : c.layer_kinds) {
+        any_attention |= kind == LayerKind::attention;
+        any_mlp |= kind == LayerKind::mlp;
+    }
+
+    c.hidden_size = f.integer("hidden_size");
+    c.vocab_size = f.integer("vocab_size");
+    c.max_position_embeddings = f.integer_or("max_position_embeddings", 4096);
+    c.num_heads = f.integer_or("num_attention_heads", 32);
+    c.num_kv_heads = f.integer_or("num_key_value_heads", c.num_heads);
+    c.head_dim = f.integer_or("head_dim", f.integer_or("attention_head_dim", 128));
+    c.intermediate_size = f.integer_or("intermediate_size", any_mlp ? 0 : 1);
+    for (auto [value, name] : {std::pair{c.hidden_size, "hidden_size"}, {c.vocab_size, "vocab_size"},
+                               {c.max_position_embeddings, "max_position_embeddings"},
+                               {c.num_heads, "num_attention_heads"}, {c.num_kv_heads, "num_key_value_heads"},
+                               {c.head_dim, "head_dim"}, {c.intermediate_size, "intermediate_size"}}) {
+        require_positive(value, name, where);
+    }
+    if (any_attention && c.num_heads % c.num_kv_heads != 0) {
+        throw LoadError(where + ": num_attention_heads " + std::to_string(c.num_heads) +
+                        " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
+    }
+    c.rms_norm_eps = static_cast<float>(f.number_or("layer_norm_epsilon", 1e-5));
+    c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
+    c.torch_dtype = f.string_or("torch_dtype", f.string_or("dtype", ""));
+    c.qkv_bias = c.o_bias = f.boolean_or("attention_bias", false);
+    c.mlp_bias = f.boolean_or("mlp_bias", false);
+    if (f.has("sliding_window")) throw LoadError(where + ": sliding_window is not supported for NemotronHForCausalLM");
+    const std::string mlp_act = f.string_or("mlp_hidden_act", "relu2");
+    if (mlp_act != "relu2") throw LoadError(where + ": mlp_hidden_act \"" + mlp_act + "\" is not supported (supported: relu2)");
+
+    MambaConfig& m = c.mamba;
+    m.num_heads = f.integer_or("mamba_num_heads", 128);
+    m.head_dim = f.integer_or("mamba_head_dim", 64);
+    m.state_size = f.integer_or("ssm_state_size", 128);
+    m.groups = f.integer_or("n_groups", f.integer_or("mamba_n_groups", 8));
+    m.conv_kernel = f.integer_or("conv_kernel", f.integer_or("mamba_d_conv", 4));
+    m.conv_bias = f.boolean_or("use_conv_bias", f.boolean_or("mamba_conv_bias", true));
+    m.proj_bias = f.boolean_or("use_bias", false);
+    for (auto [value, name] : {std::pair{m.num_heads, "mamba_num_heads"}, {m.head_dim, "mamba_head_dim"},
+                               {m.state_size, "ssm_state_size"}, {m.groups, "n_groups"}, {m.conv_kernel, "conv_kernel"}}) {
+        require_positive(value, name, where);
+    }
+    if (m.num_heads % m.groups != 0) {
+        throw LoadError(where + ": mamba_num_heads " + std::to_string(m.num_heads) + " is not a multiple of n_groups " +
+                        std::to_string(m.groups));
+    }
+    const std::string mamba_act = f.string_or("mamba_hidden_act", "silu");
+    if (mamba_act != "silu") throw LoadError(where + ": mamba_hidden_act \"" + mamba_act + "\" is not supported (supported: silu)");
+    const char* limit_key = f.has("time_step_limit") ? "time_step_limit" : f.has("mamba_dt_limit") ? "mamba_dt_limit" : nullptr;
+    if (limit_key) {
+        const json& limit = root.at(limit_key);
+        if (!limit.is_array() || limit.size() != 2) {
+            throw LoadError(where + ": field \"" + limit_key + "\" must be [low, high], got " + limit.dump());
+        }
+        const double low = number_or_nonfinite(limit[0], where, limit_key);
+        const double high = number_or_nonfinite(limit[1], where, limit_key);
+        if (!(low >= 0) || !(high > low)) {
+            throw LoadError(where + ": field \"" + limit_key + "\" must be [low, high] with 0 <= low < high, got " + limit.dump());
+        }
+        m.dt_min = static_cast<float>(low);
+        m.dt_max = static_cast<float>(high);
+    }
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const std::string& config_json, const std::string& where,
+                               const std::string& generation_config_json, const std::string& generation_where) {
+    json root = parse_json(config_json, where);
+    Fields f{root, where};
+    ModelConfig c;
+
+    if (!root.contains("architectures") || !root.at("architectures").is_array() || root.at("architectures").empty() ||
+        !root.at("architectures")[0].is_string()) {
+        throw LoadError(where + ": field \"architectures\" must be a list naming the model class, e.g. "
+                                "[\"LlamaForCausalLM\"]");
+    }
+    c.architecture = root.at("architectures")[0].get<std::string>();
+    if (c.architecture == "LlamaForCausalLM") {
+        c.family = Family::llama;
+    } else if (c.architecture == "MistralForCausalLM") {
+        c.family = Family::mistral;
+    } else if (c.architecture == "Qwen2ForCausalLM") {
+        c.family = Family::qwen2;
+    } else if (c.architecture == "Qwen3ForCausalLM") {
+        c.family = Family::qwen3;
+    } else if (c.architecture == "NemotronForCausalLM") {
+        c.family = Family::nemotron;
+    } else if (c.architecture == "NemotronHForCausalLM") {
+        c.family = Family::nemotron_h;
+    } else {
+        throw LoadError(where + ": architecture \"" + c.architecture +
+                        "\" is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                        "Qwen3ForCausalLM, NemotronForCausalLM, NemotronHForCausalLM)");
+    }
+    if (c.family == Family::nemotron_h) {
+        read_nemotron_h(root, where, c);
+    } else {
+        read_decoder(root, where, c);
+    }
+    read_eos_ids(root, where, generation_config_json, generation_where, c);
     return c;
 }
+
 
 ModelConfig load_model_config(const std::string& dir) {
     std::filesystem::path config_path = std::filesystem::path(dir) / "config.json";

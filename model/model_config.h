@@ -2,15 +2,49 @@
 // directory's config.json and generation_config.json. Plain data.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace tf::model {
 
-// The transformer families the loader knows. They differ only in the few
-// switches below; everything else is the Llama decoder layer.
-enum class Family { llama, mistral, qwen2, qwen3 };
+// The families the loader knows. The first four differ only in the few
+// switches below; everything else is the Llama decoder layer. Nemotron
+// (Nemotron-4, Minitron) swaps in LayerNorm1P, a squared-ReLU MLP and
+// partial RoPE; NemotronH mixes Mamba2, attention and MLP layers.
+enum class Family { llama, mistral, qwen2, qwen3, nemotron, nemotron_h };
+
+// What one layer computes. A decoder layer is attention then MLP, each with
+// its own norm; NemotronH layers are one mixer each, h + mixer(norm(h)).
+enum class LayerKind : uint8_t { decoder, mamba, attention, mlp };
+
+// NemotronH's Mamba2 mixer. in_proj yields z (inner), xBC (conv_dim) and dt
+// (num_heads), in that order; xBC is x (inner), B and C (groups * state_size
+// each).
+struct MambaConfig {
+    int32_t num_heads = 0;    // H; 0 = the model has no Mamba layers
+    int32_t head_dim = 0;     // P: inner = H * P
+    int32_t state_size = 0;   // N
+    int32_t groups = 0;       // G: heads h*G/H .. share one B and C
+    int32_t conv_kernel = 0;  // K: the causal conv reads the last K xBC inputs
+    bool conv_bias = true;
+    bool proj_bias = false;   // "use_bias": in_proj and out_proj carry a bias
+    // time_step_limit: dt is clamped into [dt_min, dt_max]; the default
+    // (0, inf) leaves softplus's output as it is.
+    float dt_min = 0.0f;
+    float dt_max = std::numeric_limits<float>::infinity();
+
+    int32_t inner() const { return num_heads * head_dim; }
+    int32_t conv_dim() const { return inner() + 2 * groups * state_size; }
+    int32_t in_proj_rows() const { return inner() + conv_dim() + num_heads; }
+    // Floats of one stream's recurrent state in one layer.
+    size_t state_floats() const { return static_cast<size_t>(inner()) * state_size; }
+};
+
+enum class NormKind { rms, layer_norm_1p };  // layer_norm_1p: LayerNorm with bias, scaled by 1 + weight
+enum class MlpKind { silu_gated, relu2 };    // down(silu(gate) * up) or down(relu(up)^2)
 
 // rope_scaling / rope_parameters "rope_type": "llama3" (Llama 3.1+).
 struct Llama3RopeScaling {
@@ -43,6 +77,33 @@ struct ModelConfig {
     bool qk_norm = false;              // Qwen3: RMSNorm over each head of q and k before RoPE
     int32_t sliding_window = 0;        // Mistral: attend to the last `sliding_window` positions; 0 = all
     std::string torch_dtype;           // as written; informational (weights keep their stored dtype)
+
+    NormKind norm = NormKind::rms;     // rms_norm_eps is the eps of either kind
+    MlpKind mlp = MlpKind::silu_gated;
+    bool mlp_bias = false;             // Nemotron(H) "mlp_bias": up and down carry a bias
+    bool rotary = true;                // false: attention has no position encoding (NemotronH)
+    int32_t rotary_dim = 0;            // dims of each head RoPE turns; 0 = all (Nemotron: partial_rotary_factor)
+    std::vector<LayerKind> layer_kinds;  // NemotronH, one per layer; empty = every layer a decoder layer
+    MambaConfig mamba;
+
+    LayerKind layer_kind(int32_t layer) const { return layer_kinds.empty() ? LayerKind::decoder : layer_kinds[layer]; }
+    bool has_attention(int32_t layer) const {
+        const LayerKind kind = layer_kind(layer);
+        return kind == LayerKind::decoder || kind == LayerKind::attention;
+    }
+    bool has_mlp(int32_t layer) const {
+        const LayerKind kind = layer_kind(layer);
+        return kind == LayerKind::decoder || kind == LayerKind::mlp;
+    }
+    // Recurrent layers keep one state per stream instead of one KV entry per
+    // position, so a stream can only be resumed where that state was kept.
+    bool recurrent() const { return mamba.num_heads > 0; }
+    int32_t rope_dim() const { return !rotary ? 0 : rotary_dim > 0 ? rotary_dim : head_dim; }
+    int32_t attention_layer_count() const {
+        int32_t n = 0;
+        for (int32_t i = 0; i < num_layers; ++i) n += has_attention(i) ? 1 : 0;
+        return n;
+    }
 };
 
 // Reads DIR/config.json and, when present, DIR/generation_config.json.

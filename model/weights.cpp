@@ -94,7 +94,7 @@ void Weights::report_progress(const std::string& what) {
         return;
     }
     last_progress_ = now;
-    const int32_t total = 7 * config_.num_layers + 1;
+    const int32_t total = matrices_expected_;
     char line[256];
     std::snprintf(line, sizeof line, "quantizing to %s: matrix %d of %d (%s), %.1f s",
                   kernels::quant_type_name(*options_.quantize), std::min(matrices_done_, total), total, what.c_str(),
@@ -210,6 +210,23 @@ const float* Weights::vector(const std::string& name, int64_t size) {
     return values.data();
 }
 
+const float* Weights::values(const std::string& name, const std::vector<int64_t>& shape, float (*transform)(float)) {
+    const TensorView& t = checkpoint_.require(name, shape);
+    if (t.quant) throw LoadError(t.file + ": tensor " + name + " is " + t.dtype_text + ", expected F32, F16 or BF16");
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);
+    auto& out = owned_f32_.emplace_back(count);
+    for (size_t i = 0; i < count; ++i) out[i] = transform(element(t, i));
+    return out.data();
+}
+
+const float* Weights::norm(const std::string& name, int64_t size) {
+    // LayerNorm1P stores the scale as an offset from 1 (transformers adds
+    // the 1 in every forward; here it is added once).
+    if (config_.norm == NormKind::layer_norm_1p) return values(name, {size}, [](float w) { return 1.0f + w; });
+    return vector(name, size);
+}
+
 std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint checkpoint, const WeightOptions& options) {
     auto w = std::unique_ptr<Weights>(new Weights());
     w->config_ = config;
@@ -217,39 +234,132 @@ std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint che
     w->load_start_ = w->last_progress_ = std::chrono::steady_clock::now();
     w->checkpoint_ = std::move(checkpoint);
     const ModelConfig& c = w->config_;
-    const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim,
-                  kv_dim = int64_t{c.num_kv_heads} * c.head_dim, inter = c.intermediate_size, vocab = c.vocab_size;
+    const int64_t hidden = c.hidden_size, vocab = c.vocab_size;
 
-    w->embed_ = &w->checkpoint_.require("model.embed_tokens.weight", {vocab, hidden});
+    // NemotronH keeps its weights under backbone. (NVIDIA's checkpoints);
+    // transformers' own conversions may write model. instead.
+    std::string prefix = "model.";
+    std::string embed_name = "model.embed_tokens.weight", norm_name = "model.norm";
+    if (c.family == Family::nemotron_h) {
+        prefix = w->checkpoint_.find("backbone.embeddings.weight") || !w->checkpoint_.find("model.embeddings.weight")
+                     ? "backbone."
+                     : "model.";
+        embed_name = prefix + "embeddings.weight";
+        norm_name = prefix + "norm_f";
+    }
+    w->matrices_expected_ = 1;
+    for (int32_t i = 0; i < c.num_layers; ++i) {
+        switch (c.layer_kind(i)) {
+            case LayerKind::decoder: w->matrices_expected_ += c.mlp == MlpKind::relu2 ? 6 : 7; break;
+            case LayerKind::attention: w->matrices_expected_ += 4; break;
+            case LayerKind::mamba:
+            case LayerKind::mlp: w->matrices_expected_ += 2; break;
+        }
+    }
+    w->embed_ = &w->checkpoint_.require(embed_name, {vocab, hidden});
+    if (c.family == Family::nemotron_h) {
+        w->load_nemotron_h_layers(prefix);
+    } else {
+        w->load_decoder_layers();
+    }
+    w->final_norm_ = w->norm(norm_name + ".weight", hidden);
+    if (c.norm == NormKind::layer_norm_1p) w->final_norm_bias_ = w->vector(norm_name + ".bias", hidden);
+    // Tied: transformers ties lm_head to the embedding even when a checkpoint
+    // also carries an lm_head.weight, so the embedding is what counts.
+    w->lm_head_ = w->matrix(c.tie_word_embeddings ? embed_name : "lm_head.weight", vocab, hidden);
+    return w;
+}
+
+void Weights::load_decoder_layers() {
+    const ModelConfig& c = config_;
+    const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim,
+                  kv_dim = int64_t{c.num_kv_heads} * c.head_dim, inter = c.intermediate_size;
+    const bool layer_norm = c.norm == NormKind::layer_norm_1p;
     for (int32_t i = 0; i < c.num_layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i) + ".";
         LayerWeights l;
-        l.attn_norm = w->vector(p + "input_layernorm.weight", hidden);
-        l.wq = w->matrix(p + "self_attn.q_proj.weight", q_dim, hidden);
-        l.wk = w->matrix(p + "self_attn.k_proj.weight", kv_dim, hidden);
-        l.wv = w->matrix(p + "self_attn.v_proj.weight", kv_dim, hidden);
-        l.wo = w->matrix(p + "self_attn.o_proj.weight", hidden, q_dim);
+        l.attn_norm = norm(p + "input_layernorm.weight", hidden);
+        if (layer_norm) l.attn_norm_bias = vector(p + "input_layernorm.bias", hidden);
+        l.wq = matrix(p + "self_attn.q_proj.weight", q_dim, hidden);
+        l.wk = matrix(p + "self_attn.k_proj.weight", kv_dim, hidden);
+        l.wv = matrix(p + "self_attn.v_proj.weight", kv_dim, hidden);
+        l.wo = matrix(p + "self_attn.o_proj.weight", hidden, q_dim);
         if (c.qkv_bias) {
-            l.q_bias = w->vector(p + "self_attn.q_proj.bias", q_dim);
-            l.k_bias = w->vector(p + "self_attn.k_proj.bias", kv_dim);
-            l.v_bias = w->vector(p + "self_attn.v_proj.bias", kv_dim);
+            l.q_bias = vector(p + "self_attn.q_proj.bias", q_dim);
+            l.k_bias = vector(p + "self_attn.k_proj.bias", kv_dim);
+            l.v_bias = vector(p + "self_attn.v_proj.bias", kv_dim);
         }
-        if (c.o_bias) l.o_bias = w->vector(p + "self_attn.o_proj.bias", hidden);
+        if (c.o_bias) l.o_bias = vector(p + "self_attn.o_proj.bias", hidden);
         if (c.qk_norm) {
-            l.q_norm = w->vector(p + "self_attn.q_norm.weight", c.head_dim);
-            l.k_norm = w->vector(p + "self_attn.k_norm.weight", c.head_dim);
+            l.q_norm = vector(p + "self_attn.q_norm.weight", c.head_dim);
+            l.k_norm = vector(p + "self_attn.k_norm.weight", c.head_dim);
         }
-        l.mlp_norm = w->vector(p + "post_attention_layernorm.weight", hidden);
-        l.w_gate = w->matrix(p + "mlp.gate_proj.weight", inter, hidden);
-        l.w_up = w->matrix(p + "mlp.up_proj.weight", inter, hidden);
-        l.w_down = w->matrix(p + "mlp.down_proj.weight", hidden, inter);
-        w->layers_.push_back(l);
+        l.mlp_norm = norm(p + "post_attention_layernorm.weight", hidden);
+        if (layer_norm) l.mlp_norm_bias = vector(p + "post_attention_layernorm.bias", hidden);
+        if (c.mlp == MlpKind::silu_gated) l.w_gate = matrix(p + "mlp.gate_proj.weight", inter, hidden);
+        l.w_up = matrix(p + "mlp.up_proj.weight", inter, hidden);
+        l.w_down = matrix(p + "mlp.down_proj.weight", hidden, inter);
+        if (c.mlp_bias) {
+            l.up_bias = vector(p + "mlp.up_proj.bias", inter);
+            l.down_bias = vector(p + "mlp.down_proj.bias", hidden);
+        }
+        layers_.push_back(l);
     }
-    w->final_norm_ = w->vector("model.norm.weight", hidden);
-    // Tied: transformers ties lm_head to the embedding even when a checkpoint
-    // also carries an lm_head.weight, so the embedding is what counts.
-    w->lm_head_ = w->matrix(c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", vocab, hidden);
-    return w;
+}
+
+void Weights::load_nemotron_h_layers(const std::string& prefix) {
+    const ModelConfig& c = config_;
+    const MambaConfig& m = c.mamba;
+    const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim,
+                  kv_dim = int64_t{c.num_kv_heads} * c.head_dim, inter = c.intermediate_size;
+    for (int32_t i = 0; i < c.num_layers; ++i) {
+        const std::string p = prefix + "layers." + std::to_string(i) + ".";
+        const std::string mixer = p + "mixer.";
+        LayerWeights l;
+        l.kind = c.layer_kind(i);
+        const float* layer_norm = vector(p + "norm.weight", hidden);
+        switch (l.kind) {
+            case LayerKind::attention:
+                l.attn_norm = layer_norm;
+                l.wq = matrix(mixer + "q_proj.weight", q_dim, hidden);
+                l.wk = matrix(mixer + "k_proj.weight", kv_dim, hidden);
+                l.wv = matrix(mixer + "v_proj.weight", kv_dim, hidden);
+                l.wo = matrix(mixer + "o_proj.weight", hidden, q_dim);
+                if (c.qkv_bias) {
+                    l.q_bias = vector(mixer + "q_proj.bias", q_dim);
+                    l.k_bias = vector(mixer + "k_proj.bias", kv_dim);
+                    l.v_bias = vector(mixer + "v_proj.bias", kv_dim);
+                    l.o_bias = vector(mixer + "o_proj.bias", hidden);
+                }
+                break;
+            case LayerKind::mlp:
+                l.mlp_norm = layer_norm;
+                l.w_up = matrix(mixer + "up_proj.weight", inter, hidden);
+                l.w_down = matrix(mixer + "down_proj.weight", hidden, inter);
+                if (c.mlp_bias) {
+                    l.up_bias = vector(mixer + "up_proj.bias", inter);
+                    l.down_bias = vector(mixer + "down_proj.bias", hidden);
+                }
+                break;
+            case LayerKind::mamba:
+                l.attn_norm = layer_norm;
+                l.in_proj = matrix(mixer + "in_proj.weight", m.in_proj_rows(), hidden);
+                l.out_proj = matrix(mixer + "out_proj.weight", hidden, m.inner());
+                if (m.proj_bias) {
+                    l.in_proj_bias = vector(mixer + "in_proj.bias", m.in_proj_rows());
+                    l.out_proj_bias = vector(mixer + "out_proj.bias", hidden);
+                }
+                l.conv_weight = values(mixer + "conv1d.weight", {m.conv_dim(), 1, m.conv_kernel}, [](float v) { return v; });
+                if (m.conv_bias) l.conv_bias = vector(mixer + "conv1d.bias", m.conv_dim());
+                l.dt_bias = vector(mixer + "dt_bias", m.num_heads);
+                l.A = values(mixer + "A_log", {m.num_heads}, [](float a) { return -std::exp(a); });
+                l.D = vector(mixer + "D", m.num_heads);
+                l.gated_norm = vector(mixer + "norm.weight", m.inner());
+                break;
+            case LayerKind::decoder: break;
+        }
+        layers_.push_back(l);
+    }
 }
 
 void Weights::embed(int32_t token, float* out) const {
@@ -272,17 +382,25 @@ size_t Weights::matmul_bytes() const {
             default: return static_cast<size_t>(m.rows) * m.stride * 4;  // f32_split
         }
     };
-    size_t total = bytes(lm_head_);
-    for (const LayerWeights& l : layers_) {
-        for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) total += bytes(*m);
-    }
+    size_t total = 0;
+    for (const WeightMatrix* m : matrices()) total += bytes(*m);
     return total;
+}
+
+std::vector<const WeightMatrix*> Weights::matrices() const {
+    std::vector<const WeightMatrix*> all{&lm_head_};
+    for (const LayerWeights& l : layers_) {
+        for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.in_proj, &l.out_proj}) {
+            if (m->rows > 0) all.push_back(m);
+        }
+    }
+    return all;
 }
 
 std::string Weights::summary() const {
     char text[320];
     const double mib = static_cast<double>(matmul_bytes()) / (1 << 20);
-    if (!options_.quantize || repacked_ == static_cast<int32_t>(7 * layers_.size() + 1)) {
+    if (!options_.quantize || repacked_ == matrices_expected_) {
         // "repacked": a GGUF's blocks, only rearranged into the kernels' tiles.
         const char* how = repacked_ > 0 ? "repacked" : source_dtype_ == "bf16" ? "tiled" : "converted";
         std::snprintf(text, sizeof text, "%s weights %.0f MiB (%s in %.0f ms)", source_dtype_.c_str(), mib, how,

@@ -32,8 +32,13 @@ namespace tf::model {
 
 using kernels::WeightMatrix;
 
+// One layer. A decoder layer (Llama, Qwen, Nemotron) fills the attention
+// and MLP parts; a NemotronH layer fills one mixer: attention (its norm in
+// attn_norm), MLP (its norm in mlp_norm) or Mamba2 (its norm in attn_norm).
 struct LayerWeights {
-    const float* attn_norm = nullptr;  // (hidden)
+    LayerKind kind = LayerKind::decoder;
+    const float* attn_norm = nullptr;  // (hidden); LayerNorm1P: 1 + the stored weight
+    const float* attn_norm_bias = nullptr;  // (hidden), LayerNorm1P only
     WeightMatrix wq;                   // (num_heads * head_dim, hidden)
     WeightMatrix wk;                   // (num_kv_heads * head_dim, hidden)
     WeightMatrix wv;                   // (num_kv_heads * head_dim, hidden)
@@ -44,10 +49,26 @@ struct LayerWeights {
     const float* o_bias = nullptr;     // (hidden), when config.o_bias
     const float* q_norm = nullptr;     // (head_dim), when config.qk_norm
     const float* k_norm = nullptr;     // (head_dim), when config.qk_norm
-    const float* mlp_norm = nullptr;   // (hidden)
-    WeightMatrix w_gate;               // (intermediate, hidden)
+    const float* mlp_norm = nullptr;   // (hidden); LayerNorm1P: 1 + the stored weight
+    const float* mlp_norm_bias = nullptr;  // (hidden), LayerNorm1P only
+    WeightMatrix w_gate;               // (intermediate, hidden); absent for squared-ReLU MLPs
     WeightMatrix w_up;                 // (intermediate, hidden)
     WeightMatrix w_down;               // (hidden, intermediate)
+    const float* up_bias = nullptr;    // (intermediate), when config.mlp_bias
+    const float* down_bias = nullptr;  // (hidden), when config.mlp_bias
+
+    // Mamba2 (kind == mamba), with H heads, inner = H * P, conv_dim and K as
+    // in MambaConfig.
+    WeightMatrix in_proj;                  // (inner + conv_dim + H, hidden): z, xBC, dt
+    WeightMatrix out_proj;                 // (hidden, inner)
+    const float* in_proj_bias = nullptr;   // (inner + conv_dim + H), when mamba.proj_bias
+    const float* out_proj_bias = nullptr;  // (hidden), when mamba.proj_bias
+    const float* conv_weight = nullptr;    // (conv_dim, K): tap j reads the input K-1-j positions back
+    const float* conv_bias = nullptr;      // (conv_dim), when mamba.conv_bias
+    const float* dt_bias = nullptr;        // (H)
+    const float* A = nullptr;              // (H): -exp(A_log), computed once at load
+    const float* D = nullptr;              // (H)
+    const float* gated_norm = nullptr;     // (inner): the RMSNorm after the y * silu(z) gate
 };
 
 struct WeightOptions {
@@ -69,10 +90,11 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const std::vector<LayerWeights>& layers() const { return layers_; }
-    const float* final_norm() const { return final_norm_; }  // (hidden)
+    const float* final_norm() const { return final_norm_; }  // (hidden); LayerNorm1P: 1 + the stored weight
+    const float* final_norm_bias() const { return final_norm_bias_; }  // (hidden), LayerNorm1P only
     const WeightMatrix& lm_head() const { return lm_head_; }  // (vocab, hidden); the embedding when tied
 
-    // model.embed_tokens.weight row `token` as fp32 (hidden floats).
+    // The embedding's row `token` as fp32 (hidden floats).
     void embed(int32_t token, float* out) const;
 
     // Bytes of weights one forward pass reads in the matmuls (the decode
@@ -95,12 +117,20 @@ private:
                                  const std::string& name);
     void report_progress(const std::string& what);
     const float* vector(const std::string& name, int64_t size);
+    // A tensor of any shape as fp32, each value through `transform`.
+    const float* values(const std::string& name, const std::vector<int64_t>& shape, float (*transform)(float));
+    const float* norm(const std::string& name, int64_t size);  // 1 + w for LayerNorm1P
+    void load_decoder_layers();
+    void load_nemotron_h_layers(const std::string& prefix);
+    std::vector<const WeightMatrix*> matrices() const;
 
     ModelConfig config_;
     Checkpoint checkpoint_;
     const TensorView* embed_ = nullptr;  // (vocab, hidden), any of bf16/f16/f32
     std::vector<LayerWeights> layers_;
     const float* final_norm_ = nullptr;
+    const float* final_norm_bias_ = nullptr;
+    int32_t matrices_expected_ = 0;  // for the progress lines and summary()
     WeightMatrix lm_head_;
     std::vector<std::vector<float>> owned_f32_;
     struct FreeDeleter {

@@ -33,4 +33,17 @@ inline void rmsnorm(const float* x, const float* w, int32_t rows, int32_t dim, i
     for (int32_t r = 0; r < rows; ++r) rmsnorm_row(x + static_cast<size_t>(r) * stride, w, dim, eps, out + static_cast<size_t>(r) * stride);
 }
 
+// LayerNorm with bias (Nemotron's LayerNorm1P, with w already 1 + the
+// stored weight): the mean, then the variance around it, both serial sums
+// in index order, as rmsnorm_row.
+inline void layernorm_row(const float* x, const float* w, const float* b, int32_t dim, float eps, float* out) {
+    float sum = 0.0f;
+    for (int32_t i = 0; i < dim; ++i) sum += x[i];
+    const float mean = sum / static_cast<float>(dim);
+    float squares = 0.0f;
+    for (int32_t i = 0; i < dim; ++i) squares += (x[i] - mean) * (x[i] - mean);
+    const float inv = 1.0f / std::sqrt(squares / static_cast<float>(dim) + eps);
+    for (int32_t i = 0; i < dim; ++i) out[i] = (x[i] - mean) * inv * w[i] + b[i];
+}
+
 }  // namespace tf::model::kernels

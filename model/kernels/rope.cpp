@@ -3,7 +3,7 @@
 namespace tf::model::kernels {
 
 std::vector<float> rope_inv_freq(const ModelConfig& config) {
-    const int32_t dim = config.head_dim;
+    const int32_t dim = config.rope_dim();  // Nemotron turns only part of each head; NemotronH none
     std::vector<float> inv_freq(dim / 2);
     const auto base = static_cast<float>(config.rope_theta);
     for (int32_t i = 0; i < dim / 2; ++i) {

@@ -1,0 +1,89 @@
+#include "model/mamba.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace tf::model::mamba {
+
+namespace {
+
+size_t padded16(int32_t n) { return (static_cast<size_t>(n) + 15) / 16 * 16; }
+
+// SiLU through exp16: v / (1 + e^-v), n values.
+void silu(float* v, int32_t n, kernels::Exp16Fn exp16, float* scratch) {
+    const size_t padded = padded16(n);
+    for (int32_t i = 0; i < n; ++i) scratch[i] = -v[i];
+    std::fill(scratch + n, scratch + padded, 0.0f);
+    exp16(scratch, padded, scratch);
+    for (int32_t i = 0; i < n; ++i) v[i] = v[i] / (1.0f + scratch[i]);
+}
+
+}  // namespace
+
+void conv_row(const MambaConfig& m, const float* weight, const float* bias, const float* inputs,
+              kernels::Exp16Fn exp16, float* scratch, float* out) {
+    const int32_t channels = m.conv_dim(), taps = m.conv_kernel;
+    for (int32_t c = 0; c < channels; ++c) {
+        const float* w = weight + static_cast<size_t>(c) * taps;
+        float sum = bias ? bias[c] : 0.0f;
+        for (int32_t j = 0; j < taps; ++j) sum += w[j] * inputs[static_cast<size_t>(j) * channels + c];
+        out[c] = sum;
+    }
+    silu(out, channels, exp16, scratch);
+}
+
+void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, float* dt) {
+    for (int32_t h = 0; h < m.num_heads; ++h) {
+        const float v = raw[h] + dt_bias[h];
+        // torch's softplus: the input itself above 20, where log1p(e^v) == v in fp32.
+        const float soft = v > 20.0f ? v : std::log1p(std::exp(v));
+        dt[h] = std::clamp(soft, m.dt_min, m.dt_max);
+    }
+}
+
+void scan_heads(const MambaConfig& m, const float* A, const float* D, const float* xbc, const float* dt,
+                const float* from, float* to, float* y, int32_t first_head, int32_t end_head) {
+    const int32_t P = m.head_dim, N = m.state_size, heads_per_group = m.num_heads / m.groups;
+    const float* x = xbc;
+    const float* B = xbc + m.inner();
+    const float* C = B + static_cast<size_t>(m.groups) * N;
+    for (int32_t h = first_head; h < end_head; ++h) {
+        const int32_t g = h / heads_per_group;
+        const float* Bg = B + static_cast<size_t>(g) * N;
+        const float* Cg = C + static_cast<size_t>(g) * N;
+        const float decay = std::exp(dt[h] * A[h]);
+        for (int32_t p = 0; p < P; ++p) {
+            const size_t at = (static_cast<size_t>(h) * P + p) * N;
+            const float* s_in = from + at;
+            float* s = to + at;
+            const float xp = x[static_cast<size_t>(h) * P + p];
+            const float dtx = dt[h] * xp;
+            float dot = 0.0f;
+            for (int32_t n = 0; n < N; ++n) {
+                s[n] = s_in[n] * decay + dtx * Bg[n];
+                dot += s[n] * Cg[n];
+            }
+            if (y) y[static_cast<size_t>(h) * P + p] = dot + D[h] * xp;
+        }
+    }
+}
+
+void gated_norm_row(const MambaConfig& m, const float* z, const float* weight, float eps, kernels::Exp16Fn exp16,
+                    float* scratch, float* y) {
+    const int32_t inner = m.inner(), group = inner / m.groups;
+    // The gate y * silu(z), with e^-z for all channels in one exp16 call.
+    const size_t padded = padded16(inner);
+    for (int32_t i = 0; i < inner; ++i) scratch[i] = -z[i];
+    std::fill(scratch + inner, scratch + padded, 0.0f);
+    exp16(scratch, padded, scratch);
+    for (int32_t i = 0; i < inner; ++i) y[i] = y[i] * (z[i] / (1.0f + scratch[i]));
+    for (int32_t g0 = 0; g0 < inner; g0 += group) {
+        float sum = 0.0f;
+        for (int32_t i = g0; i < g0 + group; ++i) sum += y[i] * y[i];
+        const float inv = 1.0f / std::sqrt(sum / static_cast<float>(group) + eps);
+        for (int32_t i = g0; i < g0 + group; ++i) y[i] = weight[i] * (y[i] * inv);
+    }
+}
+
+}  // namespace tf::model::mamba
