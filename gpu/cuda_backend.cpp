@@ -70,6 +70,10 @@ void check_supported(const model::ModelConfig& c) {
     auto refuse = [](const std::string& what) {
         throw model::LoadError("config.json: " + what + " is not supported by the CUDA backend");
     };
+    if (c.family == model::Family::nemotron || c.family == model::Family::nemotron_h) {
+        refuse("architecture " + c.architecture +
+               " (its LayerNorm1P, squared-ReLU and Mamba2 layers run on the CPU backend only; pass --device cpu)");
+    }
     if (c.head_dim <= 0 || c.head_dim % 2 != 0 || c.head_dim > kernels::kMaxHeadDim) {
         refuse("head_dim " + std::to_string(c.head_dim) + " (it takes an even head_dim up to " +
                std::to_string(kernels::kMaxHeadDim) + ")");

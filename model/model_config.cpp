@@ -23,10 +23,8 @@ std::string read_text(const std::filesystem::path& path) {
     return text.str();
 }
 
-// Python's json module writes float('inf') as a bare Infinity (NemotronH
-// configs' time_step_limit), which strict JSON lacks. Outside string
-// literals, Infinity, -Infinity and NaN become strings that number readers
-// accept; everything else is left alone.
+}  // namespace
+
 std::string quote_nonfinite_numbers(const std::string& text) {
     std::string out;
     out.reserve(text.size());
@@ -59,6 +57,8 @@ std::string quote_nonfinite_numbers(const std::string& text) {
     }
     return out;
 }
+
+namespace {
 
 json parse_json(const std::string& text, const std::string& where) {
     try {

@@ -106,6 +106,12 @@ struct ModelConfig {
     }
 };
 
+// Python's json module writes float('inf') as a bare Infinity (NemotronH
+// configs' time_step_limit), which strict JSON lacks: this returns `text`
+// with Infinity, -Infinity and NaN outside string literals quoted, so a
+// strict parser reads them as strings.
+std::string quote_nonfinite_numbers(const std::string& text);
+
 // Reads DIR/config.json and, when present, DIR/generation_config.json.
 // Throws LoadError naming the file and field for an unknown architecture, a
 // missing or mistyped field, or an unsupported option.

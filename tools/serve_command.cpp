@@ -47,7 +47,7 @@ std::vector<std::string> architectures(const std::string& model_dir) {
     if (!file) throw ServeError(path.string() + ": cannot be read; is " + model_dir + " a Hugging Face model directory?");
     std::stringstream text;
     text << file.rdbuf();
-    const nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
+    const nlohmann::json config = nlohmann::json::parse(model::quote_nonfinite_numbers(text.str()), nullptr, false);
     std::vector<std::string> names;
     if (config.is_discarded()) throw ServeError(path.string() + ": not valid JSON");
     if (auto it = config.find("architectures"); it != config.end() && it->is_array()) {
@@ -121,6 +121,17 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
                              "record, so a Flash Next server refuses --recall; start it without the --recall flags");
         }
     }
+    // The CUDA backend has no LayerNorm1P, squared-ReLU or Mamba2 layers yet.
+    bool cpu_only_architecture = false;
+    for (const std::string& name : arch) {
+        if (name != "NemotronForCausalLM" && name != "NemotronHForCausalLM") continue;
+        if (config.device == config::Device::cuda) {
+            throw ServeError(config.model_dir + " is a " + name +
+                             " model: its layers run on the CPU backend only (the CUDA backend has no Mamba2, "
+                             "LayerNorm1P or squared-ReLU layers yet); pass --device cpu or auto");
+        }
+        cpu_only_architecture = true;
+    }
     // The device is settled before any weight loads: a wrong --device costs nothing.
     std::string why_none;
     const std::vector<gpu::DeviceInfo> devices = gpu::list_devices(&why_none);
@@ -139,6 +150,9 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
                              "directories in bf16); pass --device cpu or auto");
         }
         device = {config::Device::cpu, "GGUF models run on the CPU backend"};
+    }
+    if (cpu_only_architecture && device.device == config::Device::cuda) {
+        device = {config::Device::cpu, arch.front() + " models run on the CPU backend"};
     }
     if (config.device == config::Device::automatic && !device.note.empty()) {
         spdlog::info("--device auto: serving on the CPU: {}", device.note);
