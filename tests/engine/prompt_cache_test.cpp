@@ -100,5 +100,40 @@ TEST(PromptCache, ClearReturnsEveryStream) {
     EXPECT_EQ(cache.cached_tokens(), 0);
 }
 
+// Recurrent models (NemotronH): an entry resumes only at the lengths where
+// the backend kept its state.
+TEST(PromptCache, AnEntryWithResumePointsResumesAtTheLongestPointWithinThePrefix) {
+    PromptCache cache(1000);
+    // Prompt 0..9 (state kept at 9, its end less the last token) and reply 10..19.
+    EXPECT_TRUE(cache.adopt(1, range(0, 20), {20, 9}).empty());
+    std::vector<TokenId> regenerate = range(0, 10);
+    EXPECT_EQ(cache.find(regenerate).length, 9);
+    std::vector<TokenId> next_turn = range(0, 20);
+    next_turn.push_back(700);
+    EXPECT_EQ(cache.find(next_turn).length, 20);
+    std::vector<TokenId> diverges = range(0, 15);
+    diverges.push_back(700);
+    EXPECT_EQ(cache.find(diverges).length, 9);  // 15 tokens agree, but no state at 15
+    std::vector<TokenId> early = range(0, 5);
+    early.push_back(700);
+    const PromptCache::Hit none = cache.find(early);
+    EXPECT_EQ(none.length, 0);
+}
+
+TEST(PromptCache, ALongerEntryReplacesAShorterOneOnlyWhereItResumesToo) {
+    PromptCache cache(1000);
+    EXPECT_TRUE(cache.adopt(1, range(0, 10), {10}).empty());
+    // Covers 0..9 but resumes at 25 and 9 only: both entries stay.
+    EXPECT_TRUE(cache.adopt(2, range(0, 25), {25, 9}).empty());
+    EXPECT_EQ(cache.entries(), 2u);
+    std::vector<TokenId> prompt = range(0, 10);
+    prompt.push_back(700);
+    EXPECT_EQ(cache.find(prompt).length, 10);
+    // An entry resuming everywhere the short one does replaces it.
+    const std::vector<StreamId> closed = cache.adopt(3, range(0, 30), {30, 25, 10, 9});
+    EXPECT_TRUE(contains(closed, 1));
+    EXPECT_TRUE(contains(closed, 2));
+}
+
 }  // namespace
 }  // namespace tf::engine
