@@ -149,7 +149,9 @@ CpuBackend& backend_for(int threads, int32_t context) {
     }
     if (f.context != context) {
         for (int s = 0; s < 8; ++s) {
-            f.backend->truncate(s, 0);
+            // Reopened, not truncated: a recurrent model's stream cannot go back past its last forward.
+            f.backend->close_stream(s);
+            f.backend->open_stream(s, 1024 + 64 + 1);
             std::vector<Row> rows;
             for (int32_t i = 0; i < context; ++i) rows.push_back({s, i, (i * 7919 + s * 31) % 8000 + 1, false});
             std::vector<float> logits;
@@ -220,6 +222,43 @@ void decode(benchmark::State& state) {
     }
     backend.close_stream(8);
     state.counters["tok/s"] = benchmark::Counter(kTokens, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Recurrent models: what a verify round's rollback costs. A round of M rows
+// at context 64 on stream 0, then truncate to 64 + kept (timed): the kept
+// rows are replayed from the round's start state (none when kept is 0 or M).
+void rollback(benchmark::State& state) {
+    const auto M = static_cast<int32_t>(state.range(0));
+    const auto kept = static_cast<int32_t>(state.range(1));
+    const auto threads = static_cast<int>(state.range(2));
+    constexpr int32_t kContext = 64;
+    CpuBackend& backend = backend_for(threads, kContext);
+    std::vector<Row> rows;
+    for (int32_t i = 0; i < M; ++i) rows.push_back({0, kContext + i, (i * 17) % 8000 + 1, true});
+    std::vector<float> logits;
+    for (auto _ : state) {
+        backend.forward(rows, logits);
+        const auto begin = std::chrono::steady_clock::now();
+        backend.truncate(0, kContext + kept);
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+        backend.truncate(0, kContext);
+    }
+}
+
+// The alternative to replaying: a copy of every Mamba layer's state after
+// each of M rows (per-row snapshots), timed as plain memcpy of those bytes.
+void snapshot_copies(benchmark::State& state) {
+    const auto M = static_cast<int32_t>(state.range(0));
+    const tf::model::ModelConfig config = tf::model::load_model_config(g_model_dir);
+    const auto layers = static_cast<size_t>(
+        std::count(config.layer_kinds.begin(), config.layer_kinds.end(), tf::model::LayerKind::mamba));
+    const size_t bytes = layers * config.mamba.state_floats() * sizeof(float);
+    std::vector<char> live(bytes, 1), copies(bytes * static_cast<size_t>(M));
+    for (auto _ : state) {
+        for (int32_t m = 0; m < M; ++m) std::memcpy(copies.data() + bytes * m, live.data(), bytes);
+        benchmark::DoNotOptimize(copies.data());
+    }
+    state.counters["state_MiB"] = static_cast<double>(bytes) / (1 << 20);
 }
 
 // Keeps each run's time to build the markdown table after the console one.
@@ -357,6 +396,24 @@ int main(int argc, char** argv) {
                         ->Unit(benchmark::kMillisecond);
                 }
             }
+        }
+    }
+    bool recurrent = false;
+    try {
+        recurrent = tf::model::load_model_config(g_model_dir).recurrent();
+    } catch (const std::exception&) {  // a GGUF file has no config.json; none of those is recurrent
+    }
+    if (recurrent) {
+        for (int threads : {1, 2}) {
+            for (auto [M, kept] : {std::pair{16, 8}, {64, 0}, {64, 8}, {64, 32}, {64, 63}}) {
+                benchmark::RegisterBenchmark("rollback", rollback)
+                    ->Args({M, kept, threads})
+                    ->UseManualTime()
+                    ->Unit(benchmark::kMillisecond);
+            }
+        }
+        for (int32_t M : {16, 64}) {
+            benchmark::RegisterBenchmark("snapshot_copies", snapshot_copies)->Arg(M)->UseRealTime()->Unit(benchmark::kMillisecond);
         }
     }
     TableReporter reporter;
