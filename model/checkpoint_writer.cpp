@@ -32,7 +32,90 @@ bool ends_with(const std::string& text, const std::string& suffix) {
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+bool is_nemotron_h(const CheckpointSpec& s) { return s.architecture == "NemotronHForCausalLM"; }
+bool is_nemotron(const CheckpointSpec& s) { return s.architecture == "NemotronForCausalLM"; }
+
+const char* torch_dtype(const CheckpointSpec& s) {
+    return s.dtype == DType::bf16 ? "bfloat16" : s.dtype == DType::f16 ? "float16" : "float32";
+}
+
+// Mamba2 widths: in_proj's rows are z (inner), then xBC (conv), then dt (heads).
+struct MambaDims {
+    int64_t inner, groups_state, conv, proj;
+};
+
+MambaDims mamba_dims(const CheckpointSpec& s) {
+    const int64_t inner = int64_t{s.mamba_heads} * s.mamba_head_dim;
+    const int64_t groups_state = int64_t{s.mamba_groups} * s.ssm_state_size;
+    const int64_t conv = inner + 2 * groups_state;
+    return {inner, groups_state, conv, inner + conv + s.mamba_heads};
+}
+
+// The fields transformers' NemotronHConfig reads. time_step_limit stays
+// unwritten: its default, (0, inf), clamps nothing.
+json nemotron_h_config(const CheckpointSpec& s) {
+    json c;
+    c["architectures"] = {s.architecture};
+    c["model_type"] = "nemotron_h";
+    c["vocab_size"] = s.vocab_size;
+    c["hidden_size"] = s.hidden_size;
+    c["num_hidden_layers"] = s.hybrid_pattern.size();
+    c["hybrid_override_pattern"] = s.hybrid_pattern;
+    c["num_attention_heads"] = s.num_heads;
+    c["num_key_value_heads"] = s.num_kv_heads;
+    c["head_dim"] = s.head_dim;
+    c["intermediate_size"] = s.intermediate_size;
+    c["mamba_num_heads"] = s.mamba_heads;
+    c["mamba_head_dim"] = s.mamba_head_dim;
+    c["ssm_state_size"] = s.ssm_state_size;
+    c["n_groups"] = s.mamba_groups;
+    c["conv_kernel"] = s.conv_kernel;
+    c["use_conv_bias"] = true;
+    c["use_bias"] = false;
+    c["mlp_bias"] = false;
+    c["attention_bias"] = false;
+    c["mamba_hidden_act"] = "silu";
+    c["mlp_hidden_act"] = "relu2";
+    c["layer_norm_epsilon"] = 1e-5;
+    c["max_position_embeddings"] = s.max_position_embeddings;
+    c["tie_word_embeddings"] = s.tie_word_embeddings;
+    c["time_step_min"] = 0.001;
+    c["time_step_max"] = 0.1;
+    c["chunk_size"] = 128;
+    c["residual_in_fp32"] = false;
+    c["torch_dtype"] = torch_dtype(s);
+    if (!s.eos_token_ids.empty()) c["eos_token_id"] = s.eos_token_ids.front();
+    return c;
+}
+
+// Nemotron-4 / Minitron (transformers' NemotronConfig).
+json nemotron_config(const CheckpointSpec& s) {
+    json c;
+    c["architectures"] = {s.architecture};
+    c["model_type"] = "nemotron";
+    c["hidden_size"] = s.hidden_size;
+    c["num_hidden_layers"] = s.num_layers;
+    c["num_attention_heads"] = s.num_heads;
+    c["num_key_value_heads"] = s.num_kv_heads;
+    c["head_dim"] = s.head_dim;
+    c["intermediate_size"] = s.intermediate_size;
+    c["vocab_size"] = s.vocab_size;
+    c["max_position_embeddings"] = s.max_position_embeddings;
+    c["norm_eps"] = 1e-5;
+    c["hidden_act"] = "relu2";
+    c["partial_rotary_factor"] = s.partial_rotary_factor;
+    c["rope_theta"] = s.rope_theta;
+    c["tie_word_embeddings"] = s.tie_word_embeddings;
+    c["attention_bias"] = s.attention_bias;
+    c["mlp_bias"] = false;
+    c["torch_dtype"] = torch_dtype(s);
+    if (!s.eos_token_ids.empty()) c["eos_token_id"] = s.eos_token_ids.front();
+    return c;
+}
+
 json config_json(const CheckpointSpec& s) {
+    if (is_nemotron_h(s)) return nemotron_h_config(s);
+    if (is_nemotron(s)) return nemotron_config(s);
     json c;
     c["architectures"] = {s.architecture};
     c["model_type"] = s.architecture == "Qwen3ForCausalLM"   ? "qwen3"
@@ -164,6 +247,35 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
     const uint64_t bits = splitmix64(splitmix64(spec.seed ^ fnv1a(name)) + index);
     // Uniform in [-1, 1), never exactly zero: the low bit is forced on.
     const double u = (static_cast<double>((bits >> 11) | 1) * 0x1.0p-53) * 2.0 - 1.0;
+    // The new architectures' rules come first and touch only their own names,
+    // so the older architectures' bytes (and fixtures) stay as they were.
+    if (is_nemotron_h(spec)) {
+        // A = -exp(A_log) in [-16, -1]: every head forgets, none explodes.
+        if (ends_with(name, ".mixer.A_log")) return static_cast<float>(std::log(1.0 + 7.5 * (u + 1.0)));
+        // softplus(dt_bias) log-uniform in [0.01, 0.1], Mamba2's own init range:
+        // dt then stays far above time_step_min (0.001), where transformers'
+        // pure-torch path clamps, so clamping or not reads the same.
+        if (ends_with(name, ".mixer.dt_bias")) {
+            const double dt = std::exp(std::log(0.01) + 0.5 * (u + 1.0) * std::log(10.0));
+            return static_cast<float>(dt + std::log(-std::expm1(-dt)));
+        }
+        if (ends_with(name, ".mixer.D")) return static_cast<float>(1.0 + 0.5 * u);
+        if (name == "backbone.embeddings.weight") return static_cast<float>(0.5 * u);
+        if (ends_with(name, "norm_f.weight")) return static_cast<float>(1.0 + 0.1 * u);
+        if (ends_with(name, ".mixer.in_proj.weight")) {
+            // The dt rows, a quarter of the usual scale: dt_raw of order 0.25
+            // keeps softplus(dt_raw + dt_bias) in about [0.003, 0.15].
+            const MambaDims m = mamba_dims(spec);
+            const double scale = static_cast<int64_t>(index / static_cast<uint64_t>(shape.back())) >= m.inner + m.conv
+                                     ? 0.25
+                                     : 1.0;
+            return static_cast<float>(scale * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
+        }
+    }
+    // LayerNorm1P applies 1 + weight: weights near 0 make scales near 1.
+    if (is_nemotron(spec) && (ends_with(name, "layernorm.weight") || name == "model.norm.weight")) {
+        return static_cast<float>(0.1 * u);
+    }
     if (ends_with(name, "norm.weight")) return static_cast<float>(1.0 + 0.1 * u);
     if (ends_with(name, ".bias")) return static_cast<float>(0.2 * u);
     if (name == "model.embed_tokens.weight") return static_cast<float>(0.5 * u);
@@ -172,7 +284,84 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
     return static_cast<float>(u * std::sqrt(3.0 / fan_in));
 }
 
+namespace {
+
+std::vector<TensorSpec> nemotron_h_tensors(const CheckpointSpec& s) {
+    if (s.hybrid_pattern.empty()) throw std::invalid_argument("NemotronH: hybrid_override_pattern is empty");
+    if (s.mamba_groups <= 0 || s.mamba_heads % s.mamba_groups != 0) {
+        throw std::invalid_argument("NemotronH: mamba_num_heads must be a multiple of n_groups");
+    }
+    const int64_t hidden = s.hidden_size, q_dim = int64_t{s.num_heads} * s.head_dim,
+                  kv_dim = int64_t{s.num_kv_heads} * s.head_dim, inter = s.intermediate_size;
+    const MambaDims m = mamba_dims(s);
+    std::vector<TensorSpec> t;
+    t.push_back({"backbone.embeddings.weight", {s.vocab_size, hidden}});
+    for (size_t i = 0; i < s.hybrid_pattern.size(); ++i) {
+        const std::string p = "backbone.layers." + std::to_string(i) + ".";
+        t.push_back({p + "norm.weight", {hidden}});
+        const char kind = s.hybrid_pattern[i];
+        if (kind == 'M') {
+            t.push_back({p + "mixer.in_proj.weight", {m.proj, hidden}});
+            t.push_back({p + "mixer.conv1d.weight", {m.conv, 1, s.conv_kernel}});
+            t.push_back({p + "mixer.conv1d.bias", {m.conv}});
+            t.push_back({p + "mixer.dt_bias", {s.mamba_heads}});
+            t.push_back({p + "mixer.A_log", {s.mamba_heads}});
+            t.push_back({p + "mixer.D", {s.mamba_heads}});
+            t.push_back({p + "mixer.norm.weight", {m.inner}});
+            t.push_back({p + "mixer.out_proj.weight", {hidden, m.inner}});
+        } else if (kind == '*') {
+            t.push_back({p + "mixer.q_proj.weight", {q_dim, hidden}});
+            t.push_back({p + "mixer.k_proj.weight", {kv_dim, hidden}});
+            t.push_back({p + "mixer.v_proj.weight", {kv_dim, hidden}});
+            t.push_back({p + "mixer.o_proj.weight", {hidden, q_dim}});
+        } else if (kind == '-') {
+            t.push_back({p + "mixer.up_proj.weight", {inter, hidden}});
+            t.push_back({p + "mixer.down_proj.weight", {hidden, inter}});
+        } else {
+            throw std::invalid_argument(std::string("NemotronH: pattern character '") + kind +
+                                        "' (only M, * and - are written; E, MoE, is not)");
+        }
+    }
+    t.push_back({"backbone.norm_f.weight", {hidden}});
+    if (!s.tie_word_embeddings) t.push_back({"lm_head.weight", {s.vocab_size, hidden}});
+    return t;
+}
+
+std::vector<TensorSpec> nemotron_tensors(const CheckpointSpec& s) {
+    const int64_t hidden = s.hidden_size, q_dim = int64_t{s.num_heads} * s.head_dim,
+                  kv_dim = int64_t{s.num_kv_heads} * s.head_dim, inter = s.intermediate_size;
+    std::vector<TensorSpec> t;
+    t.push_back({"model.embed_tokens.weight", {s.vocab_size, hidden}});
+    for (int32_t i = 0; i < s.num_layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        t.push_back({p + "input_layernorm.weight", {hidden}});
+        t.push_back({p + "input_layernorm.bias", {hidden}});
+        t.push_back({p + "self_attn.q_proj.weight", {q_dim, hidden}});
+        t.push_back({p + "self_attn.k_proj.weight", {kv_dim, hidden}});
+        t.push_back({p + "self_attn.v_proj.weight", {kv_dim, hidden}});
+        t.push_back({p + "self_attn.o_proj.weight", {hidden, q_dim}});
+        if (s.attention_bias) {
+            t.push_back({p + "self_attn.q_proj.bias", {q_dim}});
+            t.push_back({p + "self_attn.k_proj.bias", {kv_dim}});
+            t.push_back({p + "self_attn.v_proj.bias", {kv_dim}});
+            t.push_back({p + "self_attn.o_proj.bias", {hidden}});
+        }
+        t.push_back({p + "post_attention_layernorm.weight", {hidden}});
+        t.push_back({p + "post_attention_layernorm.bias", {hidden}});
+        t.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
+        t.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
+    }
+    t.push_back({"model.norm.weight", {hidden}});
+    t.push_back({"model.norm.bias", {hidden}});
+    if (!s.tie_word_embeddings) t.push_back({"lm_head.weight", {s.vocab_size, hidden}});
+    return t;
+}
+
+}  // namespace
+
 std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
+    if (is_nemotron_h(s)) return nemotron_h_tensors(s);
+    if (is_nemotron(s)) return nemotron_tensors(s);
     const int64_t hidden = s.hidden_size, q_dim = int64_t{s.num_heads} * s.head_dim,
                   kv_dim = int64_t{s.num_kv_heads} * s.head_dim, inter = s.intermediate_size;
     const bool qwen2 = s.architecture == "Qwen2ForCausalLM", qwen3 = s.architecture == "Qwen3ForCausalLM",
@@ -236,20 +425,49 @@ CheckpointSpec preset_spec(const std::string& name) {
         s.rope_theta = 500000.0;
         s.eos_token_ids = {128001, 128009};
         s.shards = 4;
+    } else if (name == "tiny-nemotron-h") {
+        s.architecture = "NemotronHForCausalLM";
+        s.num_layers = static_cast<int32_t>(s.hybrid_pattern.size());
+    } else if (name == "tiny-nemotron") {
+        s.architecture = "NemotronForCausalLM";
+    } else if (name == "nemotron-h-1b") {
+        // A benchmark shape between the tiny and the real models: Nano 4B's
+        // layer mix (Mamba2 and MLP alternating, a few attention layers) at
+        // hidden 2048, 24 layers: 12 Mamba2, 2 attention, 10 MLP.
+        s.architecture = "NemotronHForCausalLM";
+        s.hybrid_pattern = "M-M-M-MM*-M-M-M*-MM-M-M-";
+        s.hidden_size = 2048, s.num_heads = 16, s.num_kv_heads = 4, s.head_dim = 128;
+        s.mamba_heads = 64, s.mamba_head_dim = 64, s.ssm_state_size = 128, s.mamba_groups = 8, s.conv_kernel = 4;
+        s.intermediate_size = 6144, s.vocab_size = 131072, s.max_position_embeddings = 262144;
+        s.eos_token_ids = {2};
+        s.num_layers = static_cast<int32_t>(s.hybrid_pattern.size());
+    } else if (name == "nemotron-3-nano-4b") {
+        // NVIDIA-Nemotron-3-Nano-4B-BF16's config.json: 42 layers, 21 Mamba2,
+        // 4 attention, 17 MLP; 3,973,556,832 parameters.
+        s.architecture = "NemotronHForCausalLM";
+        s.hybrid_pattern = "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-";
+        s.hidden_size = 3136, s.num_heads = 40, s.num_kv_heads = 8, s.head_dim = 128;
+        s.mamba_heads = 96, s.mamba_head_dim = 80, s.ssm_state_size = 128, s.mamba_groups = 8, s.conv_kernel = 4;
+        s.intermediate_size = 12544, s.vocab_size = 131072, s.max_position_embeddings = 262144;
+        s.eos_token_ids = {2};
+        s.num_layers = static_cast<int32_t>(s.hybrid_pattern.size());
+        s.shards = 2;
     } else {
         throw std::invalid_argument("unknown preset \"" + name +
-                                    "\" (known: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, qwen3-8b, llama3-8b)");
+                                    "\" (known: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-nemotron-h, "
+                                    "tiny-nemotron, qwen3-8b, llama3-8b, nemotron-h-1b, nemotron-3-nano-4b)");
     }
     return s;
 }
 
 void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from) {
+    // Listed first: a pattern it refuses leaves no half-written directory behind.
+    std::vector<TensorSpec> tensors = checkpoint_tensors(spec);
     fs::create_directories(dir);
     write_text(fs::path(dir) / "config.json", config_json(spec).dump(2) + "\n");
     json generation = {{"eos_token_id", spec.eos_token_ids}, {"do_sample", false}};
     write_text(fs::path(dir) / "generation_config.json", generation.dump(2) + "\n");
 
-    std::vector<TensorSpec> tensors = checkpoint_tensors(spec);
     if (spec.shards <= 1) {
         write_safetensors(fs::path(dir) / "model.safetensors", spec, tensors);
     } else {

@@ -17,7 +17,8 @@
 namespace tf::model {
 
 struct CheckpointSpec {
-    std::string architecture = "LlamaForCausalLM";  // or MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM
+    // or MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, NemotronHForCausalLM, NemotronForCausalLM
+    std::string architecture = "LlamaForCausalLM";
     int32_t hidden_size = 64;
     int32_t num_layers = 2;
     int32_t num_heads = 4;
@@ -36,6 +37,12 @@ struct CheckpointSpec {
     DType dtype = DType::bf16;
     int32_t shards = 1;            // > 1: model-0000i-of-0000n.safetensors + index
     uint64_t seed = 1;
+    // NemotronH only: one character per layer (M Mamba2, * attention, - MLP);
+    // its length is num_hidden_layers, whatever num_layers says.
+    std::string hybrid_pattern = "M-M*M-";
+    int32_t mamba_heads = 8, mamba_head_dim = 8, ssm_state_size = 16, mamba_groups = 2, conv_kernel = 4;
+    // Nemotron only: the share of each q/k head that is rotated.
+    double partial_rotary_factor = 0.5;
 };
 
 struct TensorSpec {
@@ -43,11 +50,14 @@ struct TensorSpec {
     std::vector<int64_t> shape;
 };
 
-// The tensors a checkpoint of `spec` holds, in file order.
+// The tensors a checkpoint of `spec` holds, in file order. Throws
+// std::invalid_argument for a NemotronH pattern that is empty or holds
+// anything but M, * and - (MoE layers, E, are not written).
 std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& spec);
 
-// "tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "qwen3-8b",
-// "llama3-8b". Throws std::invalid_argument for any other name.
+// "tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-nemotron-h",
+// "tiny-nemotron", "qwen3-8b", "llama3-8b", "nemotron-h-1b",
+// "nemotron-3-nano-4b". Throws std::invalid_argument for any other name.
 CheckpointSpec preset_spec(const std::string& name);
 
 // Writes the directory (created if needed). tokenizer_from: a directory

@@ -1,10 +1,14 @@
 // make-checkpoint: writes a Hugging Face model directory with seeded random
 // weights (never zeros) for a given architecture and shape -- tiny ones for
-// tests, Qwen3-8B / Llama-3-8B shapes for GPU benchmarks -- with a tokenizer
-// copied from another directory.
+// tests, Qwen3-8B / Llama-3-8B / Nemotron-H shapes for GPU benchmarks -- with
+// a tokenizer copied from another directory.
 //
 //   make-checkpoint --preset tiny-qwen3 --seed 7 --out /tmp/m
 //   make-checkpoint --preset qwen3-8b --tokenizer-from models/tinycode --out /data/q8b
+//   make-checkpoint --preset nemotron-3-nano-4b --out /data/nano4b
+//       (NVIDIA-Nemotron-3-Nano-4B's shape: hidden 3136, 42 layers
+//        "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-", 96 Mamba2 heads of 80)
+//   make-checkpoint --preset tiny-nemotron-h --pattern "MM*-M" --mamba-heads 4 --groups 1 --out /tmp/h
 //   make-checkpoint --arch LlamaForCausalLM --hidden 128 --layers 2 --heads 4 --kv-heads 2
 //       --head-dim 32 --intermediate 256 --vocab 512 --dtype f16 --shards 2 --out /tmp/l
 #include <CLI/CLI.hpp>
@@ -19,14 +23,17 @@ int main(int argc, char** argv) {
     std::string preset = "tiny-llama", out, tokenizer_from, dtype = "bf16", rope_scaling = "none";
     tf::model::CheckpointSpec flags;
     app.add_option("--preset", preset,
-                   "Starting shape: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, qwen3-8b, llama3-8b")
+                   "Starting shape: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-nemotron-h, tiny-nemotron, "
+                   "qwen3-8b, llama3-8b, nemotron-h-1b, nemotron-3-nano-4b (NVIDIA-Nemotron-3-Nano-4B: hidden 3136, "
+                   "42 layers of 21 Mamba2, 17 MLP, 4 attention)")
         ->capture_default_str();
     app.add_option("--out", out, "Directory to write (created)")->required();
     app.add_option("--tokenizer-from", tokenizer_from, "Copy tokenizer.json and friends from this directory");
     auto* arch = app.add_option("--arch", flags.architecture,
-                                "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM")
+                                "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                                "NemotronHForCausalLM or NemotronForCausalLM")
                      ->check(CLI::IsMember({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                            "Qwen3ForCausalLM"}));
+                                            "Qwen3ForCausalLM", "NemotronHForCausalLM", "NemotronForCausalLM"}));
     auto* hidden = app.add_option("--hidden", flags.hidden_size, "hidden_size")->check(CLI::PositiveNumber);
     auto* layers = app.add_option("--layers", flags.num_layers, "num_hidden_layers")->check(CLI::PositiveNumber);
     auto* heads = app.add_option("--heads", flags.num_heads, "num_attention_heads")->check(CLI::PositiveNumber);
@@ -35,12 +42,26 @@ int main(int argc, char** argv) {
     auto* inter = app.add_option("--intermediate", flags.intermediate_size, "intermediate_size")->check(CLI::PositiveNumber);
     auto* vocab = app.add_option("--vocab", flags.vocab_size, "vocab_size")->check(CLI::PositiveNumber);
     auto* tied = app.add_option("--tied", flags.tie_word_embeddings, "tie_word_embeddings (true/false)");
-    auto* bias = app.add_option("--attention-bias", flags.attention_bias, "attention_bias for Llama/Qwen3 (true/false)");
+    auto* bias = app.add_option("--attention-bias", flags.attention_bias, "attention_bias for Llama/Qwen3/Nemotron (true/false)");
     auto* theta = app.add_option("--rope-theta", flags.rope_theta, "rope_theta");
     auto* window = app.add_option("--sliding-window", flags.sliding_window, "Mistral sliding_window (0: none)");
     auto* shards = app.add_option("--shards", flags.shards, "Safetensors files (> 1: sharded with an index)")
                        ->check(CLI::Range(1, 1000));
     auto* seed = app.add_option("--seed", flags.seed, "Random seed: same seed and shape, same bytes");
+    auto* pattern = app.add_option("--pattern", flags.hybrid_pattern,
+                                   "NemotronH hybrid_override_pattern: M Mamba2, * attention, - MLP, one per layer");
+    auto* mamba_heads = app.add_option("--mamba-heads", flags.mamba_heads, "NemotronH mamba_num_heads")
+                            ->check(CLI::PositiveNumber);
+    auto* mamba_head_dim = app.add_option("--mamba-head-dim", flags.mamba_head_dim, "NemotronH mamba_head_dim")
+                               ->check(CLI::PositiveNumber);
+    auto* ssm_state = app.add_option("--ssm-state", flags.ssm_state_size, "NemotronH ssm_state_size")
+                          ->check(CLI::PositiveNumber);
+    auto* groups = app.add_option("--groups", flags.mamba_groups, "NemotronH n_groups")->check(CLI::PositiveNumber);
+    auto* conv_kernel = app.add_option("--conv-kernel", flags.conv_kernel, "NemotronH conv_kernel")
+                            ->check(CLI::PositiveNumber);
+    auto* partial_rotary = app.add_option("--partial-rotary", flags.partial_rotary_factor,
+                                          "Nemotron partial_rotary_factor: rotated share of each q/k head")
+                               ->check(CLI::Range(0.0, 1.0));
     app.add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str()->check(CLI::IsMember({"bf16", "f16", "f32"}));
     app.add_option("--rope-scaling", rope_scaling, "none or llama3")->capture_default_str()->check(CLI::IsMember({"none", "llama3"}));
     bool rope_parameters = false;
@@ -64,11 +85,42 @@ int main(int argc, char** argv) {
         if (window->count()) spec.sliding_window = flags.sliding_window;
         if (shards->count()) spec.shards = flags.shards;
         if (seed->count()) spec.seed = flags.seed;
+        if (pattern->count()) spec.hybrid_pattern = flags.hybrid_pattern;
+        if (mamba_heads->count()) spec.mamba_heads = flags.mamba_heads;
+        if (mamba_head_dim->count()) spec.mamba_head_dim = flags.mamba_head_dim;
+        if (ssm_state->count()) spec.ssm_state_size = flags.ssm_state_size;
+        if (groups->count()) spec.mamba_groups = flags.mamba_groups;
+        if (conv_kernel->count()) spec.conv_kernel = flags.conv_kernel;
+        if (partial_rotary->count()) spec.partial_rotary_factor = flags.partial_rotary_factor;
         spec.dtype = dtype == "f32" ? tf::model::DType::f32 : dtype == "f16" ? tf::model::DType::f16 : tf::model::DType::bf16;
         spec.llama3_rope_scaling = rope_scaling == "llama3";
         spec.rope_parameters = rope_parameters;
         if (spec.num_heads % spec.num_kv_heads != 0) {
             std::fprintf(stderr, "make-checkpoint: --heads must be a multiple of --kv-heads\n");
+            return 2;
+        }
+        const bool nemotron_h = spec.architecture == "NemotronHForCausalLM";
+        const bool nemotron = spec.architecture == "NemotronForCausalLM";
+        if (nemotron_h) {
+            // The pattern is the layer count; a --layers that disagrees is a mistake, not a wish.
+            if (layers->count() && flags.num_layers != static_cast<int32_t>(spec.hybrid_pattern.size())) {
+                std::fprintf(stderr, "make-checkpoint: --layers %d disagrees with --pattern \"%s\" (%zu layers)\n",
+                             flags.num_layers, spec.hybrid_pattern.c_str(), spec.hybrid_pattern.size());
+                return 2;
+            }
+            spec.num_layers = static_cast<int32_t>(spec.hybrid_pattern.size());
+            if (spec.mamba_heads % spec.mamba_groups != 0) {
+                std::fprintf(stderr, "make-checkpoint: --mamba-heads must be a multiple of --groups\n");
+                return 2;
+            }
+        }
+        if ((nemotron_h || nemotron) && (rope_scaling != "none" || rope_parameters || spec.sliding_window > 0)) {
+            std::fprintf(stderr, "make-checkpoint: %s takes no --rope-scaling, --rope-parameters or --sliding-window\n",
+                         spec.architecture.c_str());
+            return 2;
+        }
+        if (nemotron && static_cast<int32_t>(spec.partial_rotary_factor * spec.head_dim) % 2 != 0) {
+            std::fprintf(stderr, "make-checkpoint: --partial-rotary x --head-dim must be even\n");
             return 2;
         }
         for (int32_t& id : spec.eos_token_ids) id = std::min(id, spec.vocab_size - 1);

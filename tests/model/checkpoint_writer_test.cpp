@@ -1,8 +1,17 @@
 // make-checkpoint's library: seeded, never-zero weights, the 8B presets'
-// shapes, and the tokenizer copied beside the weights.
+// shapes, the tokenizer copied beside the weights, and the NemotronH and
+// Nemotron layouts (names, shapes, config fields, value ranges).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
 
 #include "model/checkpoint_writer.h"
 #include "model/model_config.h"
@@ -51,6 +60,146 @@ TEST(CheckpointWriter, WritesALoadableDirectoryWithTheTokenizerCopied) {
     EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
     EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{3, 4}));
     EXPECT_NO_THROW(Weights::load(dir.str()));
+}
+
+std::map<std::string, std::vector<int64_t>> shapes(const CheckpointSpec& spec) {
+    std::map<std::string, std::vector<int64_t>> out;
+    for (const TensorSpec& t : checkpoint_tensors(spec)) EXPECT_TRUE(out.emplace(t.name, t.shape).second) << t.name;
+    return out;
+}
+
+nlohmann::json read_config(const testing::TempDir& dir) {
+    std::ifstream in(dir.path() / "config.json");
+    return nlohmann::json::parse(in);
+}
+
+TEST(CheckpointWriter, NemotronHPresetsHaveTheirModelsShapes) {
+    // NVIDIA-Nemotron-3-Nano-4B's published count.
+    EXPECT_EQ(parameters(preset_spec("nemotron-3-nano-4b")), 3973556832u);
+    const CheckpointSpec nano = preset_spec("nemotron-3-nano-4b");
+    ASSERT_EQ(nano.hybrid_pattern.size(), 42u);
+    EXPECT_EQ(std::count(nano.hybrid_pattern.begin(), nano.hybrid_pattern.end(), 'M'), 21);
+    EXPECT_EQ(std::count(nano.hybrid_pattern.begin(), nano.hybrid_pattern.end(), '*'), 4);
+    EXPECT_EQ(std::count(nano.hybrid_pattern.begin(), nano.hybrid_pattern.end(), '-'), 17);
+    EXPECT_EQ(parameters(preset_spec("nemotron-h-1b")), 1163866368u);
+}
+
+TEST(CheckpointWriter, NemotronHLayoutFollowsThePattern) {
+    const CheckpointSpec spec = preset_spec("tiny-nemotron-h");  // "M-M*M-", hidden 64
+    const auto t = shapes(spec);
+    // in_proj: z (64) + xBC (64 + 2*2*16) + dt (8 heads).
+    const int64_t conv = 64 + 2 * 2 * 16, proj = 64 + conv + 8;
+    EXPECT_EQ(t.at("backbone.embeddings.weight"), (std::vector<int64_t>{256, 64}));
+    EXPECT_EQ(t.at("backbone.layers.0.norm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(t.at("backbone.layers.0.mixer.in_proj.weight"), (std::vector<int64_t>{proj, 64}));
+    EXPECT_EQ(t.at("backbone.layers.0.mixer.conv1d.weight"), (std::vector<int64_t>{conv, 1, 4}));
+    EXPECT_EQ(t.at("backbone.layers.0.mixer.conv1d.bias"), (std::vector<int64_t>{conv}));
+    for (const char* name : {"dt_bias", "A_log", "D"}) {
+        EXPECT_EQ(t.at(std::string("backbone.layers.2.mixer.") + name), (std::vector<int64_t>{8}));
+    }
+    EXPECT_EQ(t.at("backbone.layers.4.mixer.norm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(t.at("backbone.layers.4.mixer.out_proj.weight"), (std::vector<int64_t>{64, 64}));
+    EXPECT_EQ(t.at("backbone.layers.1.mixer.up_proj.weight"), (std::vector<int64_t>{96, 64}));
+    EXPECT_EQ(t.at("backbone.layers.5.mixer.down_proj.weight"), (std::vector<int64_t>{64, 96}));
+    EXPECT_EQ(t.at("backbone.layers.3.mixer.q_proj.weight"), (std::vector<int64_t>{64, 64}));
+    EXPECT_EQ(t.at("backbone.layers.3.mixer.k_proj.weight"), (std::vector<int64_t>{32, 64}));
+    EXPECT_EQ(t.at("backbone.layers.3.mixer.v_proj.weight"), (std::vector<int64_t>{32, 64}));
+    EXPECT_EQ(t.at("backbone.layers.3.mixer.o_proj.weight"), (std::vector<int64_t>{64, 64}));
+    EXPECT_EQ(t.at("backbone.norm_f.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(t.at("lm_head.weight"), (std::vector<int64_t>{256, 64}));
+    // Each kind of layer holds its own mixer only, and nothing is biased but the conv.
+    EXPECT_EQ(t.count("backbone.layers.1.mixer.in_proj.weight"), 0u);
+    EXPECT_EQ(t.count("backbone.layers.0.mixer.q_proj.weight"), 0u);
+    EXPECT_EQ(t.count("backbone.layers.6.norm.weight"), 0u);
+    // 3 Mamba2 layers x 9, 1 attention x 5, 2 MLP x 3, embeddings, norm_f, lm_head.
+    EXPECT_EQ(t.size(), 3u * 9 + 5 + 2 * 3 + 3);
+
+    CheckpointSpec moe = spec;
+    moe.hybrid_pattern = "M-E";
+    EXPECT_THROW(checkpoint_tensors(moe), std::invalid_argument);
+    moe.hybrid_pattern = "";
+    EXPECT_THROW(checkpoint_tensors(moe), std::invalid_argument);
+}
+
+TEST(CheckpointWriter, NemotronHConfigAndValues) {
+    testing::TempDir dir;
+    CheckpointSpec spec = preset_spec("tiny-nemotron-h");
+    spec.dtype = DType::f32;
+    write_checkpoint(spec, dir.str());
+    const nlohmann::json c = read_config(dir);
+    EXPECT_EQ(c.at("architectures")[0], "NemotronHForCausalLM");
+    EXPECT_EQ(c.at("model_type"), "nemotron_h");
+    EXPECT_EQ(c.at("hybrid_override_pattern"), "M-M*M-");
+    EXPECT_EQ(c.at("num_hidden_layers"), 6);
+    EXPECT_EQ(c.at("mamba_num_heads"), 8);
+    EXPECT_EQ(c.at("mamba_head_dim"), 8);
+    EXPECT_EQ(c.at("ssm_state_size"), 16);
+    EXPECT_EQ(c.at("n_groups"), 2);
+    EXPECT_EQ(c.at("conv_kernel"), 4);
+    EXPECT_EQ(c.at("head_dim"), 16);
+    EXPECT_EQ(c.at("use_conv_bias"), true);
+    EXPECT_EQ(c.at("use_bias"), false);
+    EXPECT_EQ(c.at("mamba_hidden_act"), "silu");
+    EXPECT_EQ(c.at("mlp_hidden_act"), "relu2");
+    EXPECT_EQ(c.at("layer_norm_epsilon"), 1e-5);
+    EXPECT_EQ(c.at("tie_word_embeddings"), false);
+    EXPECT_EQ(c.at("time_step_min"), 0.001);
+    EXPECT_FALSE(c.contains("time_step_limit"));  // default (0, inf): no clamp
+    EXPECT_FALSE(c.contains("rope_theta"));       // no rotary embedding
+
+    const Checkpoint file = Checkpoint::open(dir.str());
+    EXPECT_EQ(file.tensors().size(), checkpoint_tensors(spec).size());
+    auto values = [&](const std::string& name) {
+        const TensorView& t = *file.find(name);
+        std::vector<float> v(t.bytes / 4);
+        std::memcpy(v.data(), t.data, t.bytes);
+        return v;
+    };
+    for (float a_log : values("backbone.layers.0.mixer.A_log")) {
+        EXPECT_GE(std::exp(a_log), 1.0f);
+        EXPECT_LE(std::exp(a_log), 16.0f);
+    }
+    for (float bias : values("backbone.layers.2.mixer.dt_bias")) {
+        const double dt = std::log1p(std::exp(static_cast<double>(bias)));  // softplus
+        EXPECT_GE(dt, 0.01 * 0.999);
+        EXPECT_LE(dt, 0.1 * 1.001);
+    }
+    for (float d : values("backbone.layers.4.mixer.D")) {
+        EXPECT_GE(d, 0.5f);
+        EXPECT_LE(d, 1.5f);
+    }
+    for (float w : values("backbone.norm_f.weight")) EXPECT_NEAR(w, 1.0f, 0.1f);
+    for (float w : values("backbone.layers.0.mixer.norm.weight")) EXPECT_NEAR(w, 1.0f, 0.1f);
+}
+
+TEST(CheckpointWriter, NemotronLayoutHasLayerNormBiasesAndNoGate) {
+    const CheckpointSpec spec = preset_spec("tiny-nemotron");
+    const auto t = shapes(spec);
+    EXPECT_EQ(t.at("model.layers.0.input_layernorm.bias"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(t.at("model.layers.1.post_attention_layernorm.bias"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(t.at("model.norm.bias"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(t.at("model.layers.1.mlp.up_proj.weight"), (std::vector<int64_t>{96, 64}));
+    EXPECT_EQ(t.at("model.layers.1.self_attn.k_proj.weight"), (std::vector<int64_t>{32, 64}));
+    EXPECT_EQ(t.count("model.layers.0.mlp.gate_proj.weight"), 0u);
+    EXPECT_EQ(t.count("model.layers.0.self_attn.q_proj.bias"), 0u);
+    CheckpointSpec biased = spec;
+    biased.attention_bias = true;
+    EXPECT_EQ(shapes(biased).at("model.layers.0.self_attn.o_proj.bias"), (std::vector<int64_t>{64}));
+
+    testing::TempDir dir;
+    write_checkpoint(spec, dir.str());
+    const nlohmann::json c = read_config(dir);
+    EXPECT_EQ(c.at("model_type"), "nemotron");
+    EXPECT_EQ(c.at("partial_rotary_factor"), 0.5);
+    EXPECT_EQ(c.at("norm_eps"), 1e-5);
+    EXPECT_EQ(c.at("hidden_act"), "relu2");
+    EXPECT_EQ(c.at("rope_theta"), 10000.0);
+    EXPECT_EQ(c.at("mlp_bias"), false);
+    // LayerNorm1P scales by 1 + weight: the stored weights sit near 0.
+    for (uint64_t i = 0; i < 64; ++i) {
+        EXPECT_LE(std::fabs(checkpoint_value(spec, "model.layers.0.input_layernorm.weight", {64}, i)), 0.1f);
+        EXPECT_LE(std::fabs(checkpoint_value(spec, "model.norm.weight", {64}, i)), 0.1f);
+    }
 }
 
 TEST(CheckpointWriter, RoundsToNearestEven) {

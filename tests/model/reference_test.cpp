@@ -1,7 +1,9 @@
 // Correctness against an independent PyTorch fp32 forward
 // (tools/reference_forward.py) on random-weight Llama, Mistral (sliding
-// window, sharded f16), Qwen2 (q/k/v bias, tied) and Qwen3 (q/k norm)
-// checkpoints written by make-checkpoint from a seed. The committed fixtures
+// window, sharded f16), Qwen2 (q/k/v bias, tied), Qwen3 (q/k norm),
+// NemotronH (Mamba2 / attention / MLP hybrid, bf16) and Nemotron
+// (LayerNorm1P, partial rotary, f32) checkpoints written by make-checkpoint
+// from a seed. The committed fixtures
 // hold the reference logits (tests/fixtures/make_reference_fixtures.sh);
 // when /usr/bin/python3 can import torch, the reference is also re-run live.
 #include <gtest/gtest.h>
@@ -71,7 +73,7 @@ class ReferenceFixture : public ::testing::TestWithParam<std::string> {};
 
 // f32 activations within 1e-4 of PyTorch's fp32 forward; bf16 activations
 // (each matmul input rounded to 8 significant bits) within 2e-2, measured
-// at 5e-3..8e-3 on these four random-weight models.
+// at 5e-3..8e-3 on the four Llama-family random-weight models.
 TEST_P(ReferenceFixture, CpuLogitsMatchThePytorchReferenceWithin1e4) {
     const nlohmann::json fixture = read_json(fixture_path("reference_" + GetParam() + ".json"));
     TempDir dir;
@@ -109,7 +111,8 @@ TEST_P(ReferenceFixture, LivePytorchReferenceAgreesWhenTorchIsInstalled) {
     EXPECT_LE(drift, 1e-5) << "the fixture is stale: rerun tests/fixtures/make_reference_fixtures.sh";
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, ReferenceFixture, ::testing::Values("llama", "mistral", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Architectures, ReferenceFixture, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "nemotron_h",
+                                                                               "nemotron"));
 
 }  // namespace
 }  // namespace tf::model
