@@ -59,11 +59,21 @@ void scan_heads(const MambaConfig& m, const float* A, const float* D, const floa
             float* s = to + at;
             const float xp = x[static_cast<size_t>(h) * P + p];
             const float dtx = dt[h] * xp;
-            float dot = 0.0f;
-            for (int32_t n = 0; n < N; ++n) {
-                s[n] = s_in[n] * decay + dtx * Bg[n];
-                dot += s[n] * Cg[n];
+            // s . C as eight chains by n mod 8, added pairwise: a fixed order
+            // (the same bits on every path), and no one chain of N dependent adds.
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int32_t n = 0;
+            for (; n + 8 <= N; n += 8) {
+                for (int32_t k = 0; k < 8; ++k) {
+                    s[n + k] = s_in[n + k] * decay + dtx * Bg[n + k];
+                    acc[k] += s[n + k] * Cg[n + k];
+                }
             }
+            for (; n < N; ++n) {
+                s[n] = s_in[n] * decay + dtx * Bg[n];
+                acc[n % 8] += s[n] * Cg[n];
+            }
+            const float dot = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
             if (y) y[static_cast<size_t>(h) * P + p] = dot + D[h] * xp;
         }
     }

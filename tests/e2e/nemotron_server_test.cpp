@@ -18,8 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kSeeds = 8;
-
 // Written once per test binary run, in its own temporary directory.
 const std::string& nemotron_h_dir() {
     static TempDir dir;
@@ -35,68 +33,108 @@ const std::string& nemotron_h_dir() {
     return path;
 }
 
-std::string request(int seed) {
+// Token ids in and out: a random model's replies are rarely the tokens
+// their text would encode to. temperature 0: greedy.
+std::string request(const std::vector<int32_t>& prompt, int max_tokens, double temperature, int seed = 0) {
     return json{{"model", "tiny-nemotron-h"},
-                {"prompt", "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"},
-                {"max_tokens", 40},
-                {"temperature", 0.8},
-                {"seed", seed}}
+                {"prompt", prompt},
+                {"max_tokens", max_tokens},
+                {"temperature", temperature},
+                {"seed", seed},
+                {"return_token_ids", true}}
         .dump();
 }
 
-std::string reply_text(const Response& r) {
+std::vector<int32_t> reply_ids(const Response& r) {
     EXPECT_EQ(r.status, 200) << r.body;
-    return r.status == 200 ? json::parse(r.body)["choices"][0]["text"].get<std::string>() : "";
+    if (r.status != 200) return {};
+    return json::parse(r.body)["choices"][0]["token_ids"].get<std::vector<int32_t>>();
 }
 
-// Seeds [first, first + count) at once, one connection each.
-std::vector<std::string> concurrently(const ServerProcess& server, int first, int count) {
-    std::vector<std::string> texts(static_cast<size_t>(count));
+std::vector<int32_t> joined(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+// A request the test sends: its body, and the reply the server without
+// Recall gave it.
+struct Case {
+    std::string body;
+    std::vector<int32_t> off;
+};
+
+// Cases [first, first + count) at once, one connection each; their replies.
+std::vector<std::vector<int32_t>> concurrently(const ServerProcess& server, const std::vector<Case>& cases, size_t first,
+                                               size_t count) {
+    std::vector<std::vector<int32_t>> replies(count);
     std::vector<std::thread> clients;
-    for (int i = 0; i < count; ++i) {
-        clients.emplace_back([&, i] { texts[i] = reply_text(server.post("/v1/completions", request(first + i))); });
+    for (size_t i = 0; i < count; ++i) {
+        clients.emplace_back([&, i] { replies[i] = reply_ids(server.post("/v1/completions", cases[first + i].body)); });
     }
     for (std::thread& client : clients) client.join();
-    return texts;
+    return replies;
 }
 
+// Copies that land: a sampled request sent again (its reply is in the
+// record). Copies that miss: the record's only continuation of the greedy
+// reply's first 20 ids is a prompt that went another way (the detour), so
+// greedy requests that reach that point are offered it and reject it, and
+// their rounds roll the Mamba2 state back.
 TEST(NemotronHServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurrencyOneAndFour) {
     TempDir dir;
-    std::vector<std::string> off(kSeeds);
+    std::vector<Case> cases;
+    enum : size_t { kDetour = 0, kReachDetour = 1, kSampled = 5, kCases = 9 };
     {
         ServerProcess server({}, nemotron_h_dir());
         ASSERT_TRUE(server.listening()) << server.output();
         EXPECT_NE(server.output().find("NemotronHForCausalLM"), std::string::npos) << server.output();
-        for (int seed = 0; seed < kSeeds; ++seed) off[seed] = reply_text(server.post("/v1/completions", request(seed)));
+        const Response first = server.post(
+            "/v1/completions",
+            json{{"model", "tiny-nemotron-h"}, {"prompt", "def fibonacci(n):\n    \"\"\"Return the n-th number.\"\"\"\n"},
+                 {"max_tokens", 1}, {"return_token_ids", true}}
+                .dump());
+        ASSERT_EQ(first.status, 200) << first.body;
+        const auto prompt = json::parse(first.body)["choices"][0]["prompt_token_ids"].get<std::vector<int32_t>>();
+        const std::vector<int32_t> greedy = reply_ids(server.post("/v1/completions", request(prompt, 40, 0.0)));
+        ASSERT_EQ(greedy.size(), 40u);
+        const std::vector<int32_t> head(greedy.begin(), greedy.begin() + 20);
+        const std::vector<int32_t> detour(greedy.rbegin(), greedy.rbegin() + 20);
+        ASSERT_NE(detour.front(), greedy[20]);
+        cases.push_back({request(joined(joined(prompt, head), detour), 4, 0.0), {}});
+        for (int cut = 19; cut >= 16; --cut) {
+            cases.push_back({request(joined(prompt, std::vector<int32_t>(greedy.begin(), greedy.begin() + cut)), 24, 0.0), {}});
+        }
+        for (int seed = 0; seed < 4; ++seed) cases.push_back({request(prompt, 40, 1.5, seed), {}});
+        ASSERT_EQ(cases.size(), static_cast<size_t>(kCases));
+        for (Case& c : cases) c.off = reply_ids(server.post("/v1/completions", c.body));
     }
-    for (int seed = 0; seed < kSeeds; ++seed) EXPECT_FALSE(off[seed].empty()) << seed;
     {
         ServerProcess server({"--recall-dir", dir / "record"}, nemotron_h_dir());
         ASSERT_TRUE(server.listening()) << server.output();
-        // Concurrency 1: seed 0, then seed 0 again (its reply is copied whole).
-        EXPECT_EQ(reply_text(server.post("/v1/completions", request(0))), off[0]);
+        // Concurrency 1: a sampled reply twice (copied whole the second time).
+        EXPECT_EQ(reply_ids(server.post("/v1/completions", cases[kSampled].body)), cases[kSampled].off);
         wait_for_adds(server, 1);
-        EXPECT_EQ(reply_text(server.post("/v1/completions", request(0))), off[0]);
-        const json once = wait_for_adds(server, 2);
-        EXPECT_GT(once["tokens_landed"].get<uint64_t>(), 0u) << once.dump();
-        // Concurrency 4: seeds 0..3 (0 is a regenerate), then 4..7, whose
-        // prompt the record continues with other seeds' replies: those
-        // copies are offered and miss, and their rounds roll back.
-        const std::vector<std::string> first = concurrently(server, 0, 4);
-        const std::vector<std::string> second = concurrently(server, 4, 4);
-        for (int i = 0; i < 4; ++i) {
-            EXPECT_EQ(first[i], off[i]) << "seed " << i;
-            EXPECT_EQ(second[i], off[4 + i]) << "seed " << 4 + i;
+        EXPECT_EQ(reply_ids(server.post("/v1/completions", cases[kSampled].body)), cases[kSampled].off);
+        const json landed = wait_for_adds(server, 2);
+        EXPECT_GT(landed["tokens_landed"].get<uint64_t>(), 0u) << landed.dump();
+        EXPECT_EQ(reply_ids(server.post("/v1/completions", cases[kDetour].body)), cases[kDetour].off);
+        wait_for_adds(server, 3);
+        // Concurrency 4: the requests that reach the detour, then the sampled ones.
+        const auto missing = concurrently(server, cases, kReachDetour, 4);
+        const auto sampled = concurrently(server, cases, kSampled, 4);
+        for (size_t i = 0; i < 4; ++i) {
+            EXPECT_EQ(missing[i], cases[kReachDetour + i].off) << "case " << kReachDetour + i;
+            EXPECT_EQ(sampled[i], cases[kSampled + i].off) << "case " << kSampled + i;
         }
-        const json report = wait_for_adds(server, 10);
+        const json report = wait_for_adds(server, 11);
         EXPECT_GT(report["tokens_drafted"].get<uint64_t>(), report["tokens_landed"].get<uint64_t>()) << report.dump();
     }
     {
         ServerProcess server({"--recall-dir", dir / "record", "--recall-read-only"}, nemotron_h_dir());
         ASSERT_TRUE(server.listening()) << server.output();
-        EXPECT_EQ(reply_text(server.post("/v1/completions", request(5))), off[5]);
-        const std::vector<std::string> all = concurrently(server, 0, 4);
-        for (int i = 0; i < 4; ++i) EXPECT_EQ(all[i], off[i]) << "seed " << i;
+        EXPECT_EQ(reply_ids(server.post("/v1/completions", cases[kReachDetour].body)), cases[kReachDetour].off);
+        const auto all = concurrently(server, cases, kSampled, 4);
+        for (size_t i = 0; i < 4; ++i) EXPECT_EQ(all[i], cases[kSampled + i].off) << "case " << kSampled + i;
     }
 }
 
