@@ -39,9 +39,10 @@ PromptCache::Hit PromptCache::find(std::span<const TokenId> prompt) {
     return hit;
 }
 
-std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points) {
+std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points,
+                                         int64_t state_tokens) {
     std::vector<StreamId> to_close;
-    const auto size = static_cast<int64_t>(tokens.size());
+    const auto size = static_cast<int64_t>(tokens.size()) + state_tokens;
     if (size == 0 || size > max_tokens_) {
         to_close.push_back(stream);
         return to_close;
@@ -64,22 +65,22 @@ std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> t
             return to_close;
         }
     }
-    const Entry incoming{stream, tokens, 0, resume_points};
+    const Entry incoming{stream, tokens, 0, resume_points, size};
     std::erase_if(entries_, [&](const Entry& entry) {
         if (common_prefix(entry.tokens, tokens) != entry.tokens.size() || !covers(incoming, entry.resume_points)) return false;
-        cached_tokens_ -= static_cast<int64_t>(entry.tokens.size());
+        cached_tokens_ -= entry.cost;
         to_close.push_back(entry.stream);
         return true;
     });
     while (cached_tokens_ + size > max_tokens_ && !entries_.empty()) {
         auto oldest = std::min_element(entries_.begin(), entries_.end(),
                                        [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; });
-        cached_tokens_ -= static_cast<int64_t>(oldest->tokens.size());
+        cached_tokens_ -= oldest->cost;
         to_close.push_back(oldest->stream);
         entries_.erase(oldest);
     }
     cached_tokens_ += size;
-    entries_.push_back({stream, std::move(tokens), ++clock_, std::move(resume_points)});
+    entries_.push_back({stream, std::move(tokens), ++clock_, std::move(resume_points), size});
     return to_close;
 }
 
@@ -89,6 +90,18 @@ std::vector<StreamId> PromptCache::clear() {
     entries_.clear();
     cached_tokens_ = 0;
     return streams;
+}
+
+int64_t state_cost_tokens(const model::ModelConfig& c) {
+    // Two state buffers and a snapshot per Mamba layer, in fp32, over one
+    // position's fp32 K and V in every attention layer.
+    int64_t mamba_layers = 0;
+    for (model::LayerKind kind : c.layer_kinds) mamba_layers += kind == model::LayerKind::mamba ? 1 : 0;
+    const int64_t state_bytes = 3 * mamba_layers * static_cast<int64_t>(c.mamba.state_floats()) * 4;
+    // A model without attention layers is priced as if one layer of hidden-wide K and V.
+    const int64_t kv_bytes = int64_t{c.attention_layer_count()} * 2 * c.num_kv_heads * c.head_dim * 4;
+    const int64_t position_bytes = kv_bytes > 0 ? kv_bytes : int64_t{2} * c.hidden_size * 4;
+    return (state_bytes + position_bytes - 1) / position_bytes;
 }
 
 int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt) {
@@ -108,7 +121,9 @@ void retire_to_cache(model::Backend& backend, PromptCache& cache, StreamId kv, s
         return;
     }
     std::vector<int32_t> resume_points;
+    int64_t state_tokens = 0;
     if (backend.config().recurrent()) {
+        state_tokens = state_cost_tokens(backend.config());
         resume_points.push_back(kept);
         const int32_t prompt_end = prompt_length - 1;
         if (prompt_end > 0 && prompt_end < kept && backend.holds_state_at(kv, prompt_end)) {
@@ -116,7 +131,9 @@ void retire_to_cache(model::Backend& backend, PromptCache& cache, StreamId kv, s
         }
     }
     if (backend.stream_length(kv) > kept) backend.truncate(kv, kept);
-    for (StreamId closed : cache.adopt(kv, std::move(tokens), std::move(resume_points))) backend.close_stream(closed);
+    for (StreamId closed : cache.adopt(kv, std::move(tokens), std::move(resume_points), state_tokens)) {
+        backend.close_stream(closed);
+    }
 }
 
 }  // namespace tf::engine

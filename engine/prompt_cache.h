@@ -49,15 +49,18 @@ public:
 
     // Takes a finished stream whose KV holds `tokens` (positions 0..n-1).
     // `resume_points`: the only lengths a hit may resume at, in any order;
-    // empty = every prefix. Returns the streams the engine must now close:
-    // evicted entries, entries the new one covers, or `stream` itself when
-    // it is not worth keeping.
-    std::vector<StreamId> adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points = {});
+    // empty = every prefix. `state_tokens`: what the entry's recurrent
+    // state costs, in tokens' worth of KV, charged to the budget beside its
+    // tokens. Returns the streams the engine must now close: evicted
+    // entries, entries the new one covers, or `stream` itself when it is
+    // not worth keeping.
+    std::vector<StreamId> adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points = {},
+                                int64_t state_tokens = 0);
 
     // Drops every entry; returns their streams for the engine to close.
     std::vector<StreamId> clear();
 
-    int64_t cached_tokens() const { return cached_tokens_; }
+    int64_t cached_tokens() const { return cached_tokens_; }  // state_tokens included
     size_t entries() const { return entries_.size(); }
 
 private:
@@ -66,6 +69,7 @@ private:
         std::vector<TokenId> tokens;
         uint64_t last_used;
         std::vector<int32_t> resume_points;  // empty: every prefix
+        int64_t cost;                        // tokens, plus the recurrent state's worth
     };
 
     int64_t max_tokens_;
@@ -73,6 +77,10 @@ private:
     uint64_t clock_ = 0;
     std::vector<Entry> entries_;
 };
+
+// What one cached stream's recurrent state (model/recurrent_state.h) costs
+// in positions of KV; 0 without Mamba layers.
+int64_t state_cost_tokens(const model::ModelConfig& config);
 
 // A new stream `kv` (open, empty) for `prompt`: copies the longest cached
 // prefix into it and, on a recurrent model, asks the backend to keep the

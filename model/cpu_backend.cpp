@@ -104,7 +104,13 @@ bool CpuBackend::holds_state_at(StreamId stream, int32_t length) const {
 
 void CpuBackend::keep_state_at(StreamId stream, int32_t length) {
     cache(stream);  // must be open
-    if (RecurrentState* state = recurrent(stream)) state->request_snapshot(length > state->length() ? length : -1);
+    RecurrentState* state = recurrent(stream);
+    if (!state || state->snapshot_length() == length) return;
+    if (length > state->length()) {
+        state->request_snapshot(length);  // taken when a forward passes it
+    } else if (length == state->length()) {
+        state->snapshot_now();  // a stream resumed exactly there (a regenerated prompt)
+    }
 }
 
 int32_t CpuBackend::stream_length(StreamId stream) const { return cache(stream).length(); }

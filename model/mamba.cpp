@@ -42,8 +42,9 @@ void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, fl
     }
 }
 
-void scan_heads(const MambaConfig& m, const float* A, const float* D, const float* xbc, const float* dt,
-                const float* from, float* to, float* y, int32_t first_head, int32_t end_head) {
+void scan_heads(const MambaConfig& m, kernels::ScanStateRowFn scan_row, const float* A, const float* D,
+                const float* xbc, const float* dt, const float* from, float* to, float* y, int32_t first_head,
+                int32_t end_head) {
     const int32_t P = m.head_dim, N = m.state_size, heads_per_group = m.num_heads / m.groups;
     const float* x = xbc;
     const float* B = xbc + m.inner();
@@ -59,6 +60,11 @@ void scan_heads(const MambaConfig& m, const float* A, const float* D, const floa
             float* s = to + at;
             const float xp = x[static_cast<size_t>(h) * P + p];
             const float dtx = dt[h] * xp;
+            if (N % 16 == 0) {
+                const float dot = scan_row(s_in, s, decay, dtx, Bg, Cg, N);
+                if (y) y[static_cast<size_t>(h) * P + p] = dot + D[h] * xp;
+                continue;
+            }
             // s . C as eight chains by n mod 8, added pairwise: a fixed order
             // (the same bits on every path), and no one chain of N dependent adds.
             float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -38,8 +38,12 @@ void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, fl
 // Heads [first_head, end_head) of one row: to := from * exp(dt*A) + dt * x (x) B,
 // and, when y is not null, y := to . C + D * x for those heads. `xbc` is the
 // row after conv_row; `to` may equal `from` (the state is updated in place).
-void scan_heads(const MambaConfig& m, const float* A, const float* D, const float* xbc, const float* dt,
-                const float* from, float* to, float* y, int32_t first_head, int32_t end_head);
+// A state size that is a multiple of 16 runs the path's 16-lane kernel
+// (kernels/mamba_scan_impl.inc, the same bits on every path); any other, a
+// plain loop.
+void scan_heads(const MambaConfig& m, kernels::ScanStateRowFn scan_row, const float* A, const float* D,
+                const float* xbc, const float* dt, const float* from, float* to, float* y, int32_t first_head,
+                int32_t end_head);
 
 // y := RMSNorm over groups of inner/G of (y * silu(z)), times `weight`.
 // `scratch` holds inner rounded up to 16 floats.

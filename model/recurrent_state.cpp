@@ -93,6 +93,18 @@ void RecurrentState::finish_snapshot() {
     snapshot_ready_ = true;
 }
 
+void RecurrentState::snapshot_now() {
+    request_snapshot(length());
+    const size_t conv_dim = config_.conv_dim();
+    for (int32_t layer = 0; layer < this->layers(); ++layer) {
+        Layer& l = layers_[layer];
+        copy_floats(state(layer), state_floats_, l.snapshot.data());
+        // The window at length(): the last K-1 raw inputs of the log.
+        copy_floats(l.inputs.data() + static_cast<size_t>(rows_) * conv_dim, window_floats_, l.snapshot.data() + state_floats_);
+    }
+    snapshot_ready_ = true;
+}
+
 bool RecurrentState::holds(int32_t length) const {
     return (length >= round_start_ && length <= this->length()) || (snapshot_ready_ && length == snapshot_length_);
 }

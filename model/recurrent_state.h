@@ -73,6 +73,8 @@ public:
     // After the forward: takes the conv window at the snapshot length from
     // the round's inputs and marks the snapshot ready.
     void finish_snapshot();
+    // The snapshot := the state at length(), now.
+    void snapshot_now();
 
     // Whether this stream can return to `length` (truncate) or hand it to
     // another stream (copy): any length of the current round, or the

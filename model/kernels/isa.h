@@ -99,6 +99,12 @@ using AttentionHeadsFn = void (*)(const float* q, int32_t heads, const float* ke
 // may be x (the SiLU of the MLP runs on it too).
 using Exp16Fn = void (*)(const float* x, size_t n, float* out);
 
+// One row of a Mamba2 state: s := s_in * decay + dtx * B over state_size
+// entries (a multiple of 16; s may be s_in), returning s . C
+// (mamba_scan_impl.inc).
+using ScanStateRowFn = float (*)(const float* s_in, float* s, float decay, float dtx, const float* B, const float* C,
+                                 int32_t state_size);
+
 struct KernelTable {
     Isa isa = Isa::scalar;
     Activations activations = Activations::f32;
@@ -106,6 +112,7 @@ struct KernelTable {
     MatmulFn matmul = nullptr;
     AttentionHeadsFn attention_heads = nullptr;
     Exp16Fn exp16_values = nullptr;
+    ScanStateRowFn scan_state_row = nullptr;
 
     // Bytes of one packed activation row of k inputs.
     size_t row_bytes(int32_t k) const {

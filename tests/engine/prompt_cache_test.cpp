@@ -135,5 +135,30 @@ TEST(PromptCache, ALongerEntryReplacesAShorterOneOnlyWhereItResumesToo) {
     EXPECT_TRUE(contains(closed, 2));
 }
 
+TEST(PromptCache, ARecurrentStatesWorthIsChargedToTheBudget) {
+    PromptCache cache(1000);
+    EXPECT_TRUE(cache.adopt(1, range(0, 10), {10}, 600).empty());
+    EXPECT_EQ(cache.cached_tokens(), 610);
+    // A second entry of the same cost does not fit beside it.
+    const std::vector<StreamId> closed = cache.adopt(2, range(100, 110), {10}, 600);
+    EXPECT_TRUE(contains(closed, 1));
+    EXPECT_EQ(cache.entries(), 1u);
+    EXPECT_EQ(cache.cached_tokens(), 610);
+}
+
+TEST(PromptCache, StateCostIsTheMambaStatesOverOnePositionsKv) {
+    model::ModelConfig c;
+    c.hidden_size = 64;
+    c.num_layers = 3;
+    c.num_kv_heads = 2;
+    c.head_dim = 16;
+    c.layer_kinds = {model::LayerKind::mamba, model::LayerKind::attention, model::LayerKind::mamba};
+    c.mamba.num_heads = 8;
+    c.mamba.head_dim = 8;
+    c.mamba.state_size = 16;
+    // 3 buffers x 2 layers x 1024 floats x 4 bytes over 2 x 2 x 16 x 4 bytes a position.
+    EXPECT_EQ(state_cost_tokens(c), 3 * 2 * 1024 * 4 / (2 * 2 * 16 * 4));
+}
+
 }  // namespace
 }  // namespace tf::engine

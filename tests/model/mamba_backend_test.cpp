@@ -187,6 +187,20 @@ TEST_F(MambaBackend, ASnapshotKeptOnRequestResumesACopyExactly) {
     EXPECT_TRUE(bitwise_equal(run(8, 24, slice(24, 8)), prefill_rows(24, 8)));
 }
 
+TEST_F(MambaBackend, KeepingTheStateAtTheCurrentLengthSnapshotsItAtOnce) {
+    // A regenerated prompt resumes from the cache at exactly this point and
+    // asks for it again: the state is there to keep.
+    backend_->open_stream(14, kTokens);
+    run(14, 0, slice(0, 24));
+    backend_->keep_state_at(14, 24);
+    run(14, 24, slice(24, 10));
+    run(14, 34, slice(34, 2));
+    EXPECT_TRUE(backend_->holds_state_at(14, 24));
+    backend_->open_stream(15, kTokens);
+    backend_->copy_prefix(14, 15, 24);
+    EXPECT_TRUE(bitwise_equal(run(15, 24, slice(24, 12)), prefill_rows(24, 12)));
+}
+
 TEST_F(MambaBackend, ACopyInsideTheSourcesRoundAndAtItsWholeLengthContinueExactly) {
     backend_->open_stream(11, kTokens);
     run(11, 0, slice(0, 20));
