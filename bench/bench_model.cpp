@@ -418,7 +418,10 @@ int main(int argc, char** argv) {
             }
         }
         for (int32_t M : {16, 64}) {
-            benchmark::RegisterBenchmark("snapshot_copies", snapshot_copies)->Arg(M)->UseRealTime()->Unit(benchmark::kMillisecond);
+            benchmark::RegisterBenchmark("snapshot_copies", snapshot_copies)
+                ->Arg(M)
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
         }
     }
     TableReporter reporter;

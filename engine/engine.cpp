@@ -48,8 +48,8 @@ void Engine::admit() {
         const int32_t capacity = ctx_size_;
         backend_.open_stream(kv, capacity);
         const int32_t resumed = resume_from_cache(backend_, prompt_cache_, kv, request.prompt);
-        lanes_.add(std::make_unique<Stream>(id, kv, std::move(request), resumed, capacity,
-                                            decoders_ ? decoders_() : nullptr));
+        lanes_.add(
+            std::make_unique<Stream>(id, kv, std::move(request), resumed, capacity, decoders_ ? decoders_() : nullptr));
     }
 }
 

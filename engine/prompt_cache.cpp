@@ -39,8 +39,8 @@ PromptCache::Hit PromptCache::find(std::span<const TokenId> prompt) {
     return hit;
 }
 
-std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points,
-                                         int64_t state_tokens) {
+std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> tokens,
+                                         std::vector<int32_t> resume_points, int64_t state_tokens) {
     std::vector<StreamId> to_close;
     const auto size = static_cast<int64_t>(tokens.size()) + state_tokens;
     if (size == 0 || size > max_tokens_) {
@@ -67,7 +67,8 @@ std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> t
     }
     const Entry incoming{stream, tokens, 0, resume_points, size};
     std::erase_if(entries_, [&](const Entry& entry) {
-        if (common_prefix(entry.tokens, tokens) != entry.tokens.size() || !covers(incoming, entry.resume_points)) return false;
+        if (common_prefix(entry.tokens, tokens) != entry.tokens.size() || !covers(incoming, entry.resume_points))
+            return false;
         cached_tokens_ -= entry.cost;
         to_close.push_back(entry.stream);
         return true;

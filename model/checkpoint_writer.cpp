@@ -266,9 +266,8 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
             // The dt rows, a quarter of the usual scale: dt_raw of order 0.25
             // keeps softplus(dt_raw + dt_bias) in about [0.003, 0.15].
             const MambaDims m = mamba_dims(spec);
-            const double scale = static_cast<int64_t>(index / static_cast<uint64_t>(shape.back())) >= m.inner + m.conv
-                                     ? 0.25
-                                     : 1.0;
+            const double scale =
+                static_cast<int64_t>(index / static_cast<uint64_t>(shape.back())) >= m.inner + m.conv ? 0.25 : 1.0;
             return static_cast<float>(scale * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
         }
     }

@@ -79,9 +79,11 @@ void CpuBackend::open_stream(StreamId stream, int32_t capacity) {
     if (capacity <= 0) throw std::invalid_argument("stream capacity must be positive, got " + std::to_string(capacity));
     const ModelConfig& c = config();
     // Only attention layers have K/V; the cache's length is the stream's either way.
-    streams_.emplace(stream, std::make_unique<KvCache>(c.attention_layer_count(), c.num_kv_heads, c.head_dim, capacity));
+    streams_.emplace(stream,
+                     std::make_unique<KvCache>(c.attention_layer_count(), c.num_kv_heads, c.head_dim, capacity));
     if (c.recurrent()) {
-        const auto mamba_layers = static_cast<int32_t>(std::count(c.layer_kinds.begin(), c.layer_kinds.end(), LayerKind::mamba));
+        const auto mamba_layers =
+            static_cast<int32_t>(std::count(c.layer_kinds.begin(), c.layer_kinds.end(), LayerKind::mamba));
         recurrent_.emplace(stream, std::make_unique<RecurrentState>(c.mamba, mamba_layers));
     }
 }
@@ -124,7 +126,8 @@ void CpuBackend::truncate(StreamId stream, int32_t length) {
     if (RecurrentState* state = recurrent(stream); state && length != kv.length()) {
         if (!state->holds(length)) {
             throw std::invalid_argument("truncate stream " + std::to_string(stream) + " to " + std::to_string(length) +
-                                        ": its recurrent state reaches back to " + std::to_string(state->round_start()) +
+                                        ": its recurrent state reaches back to " +
+                                        std::to_string(state->round_start()) +
                                         " (the start of its last forward) or a kept snapshot only");
         }
         if (length >= state->round_start()) {
@@ -289,7 +292,8 @@ void CpuBackend::norm_row(const float* x, const float* weight, const float* bias
     }
 }
 
-void CpuBackend::norm_and_pack(const float* norm_weight, const float* norm_bias, const WeightMatrix& consumer, int32_t M) {
+void CpuBackend::norm_and_pack(const float* norm_weight, const float* norm_bias, const WeightMatrix& consumer,
+                               int32_t M) {
     const ModelConfig& c = config();
     const int32_t hidden = c.hidden_size;
     const size_t packed_row = packed_row_bytes(consumer);
@@ -338,8 +342,10 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
                 for (int32_t h = 0; h < c.num_kv_heads; ++h) kernels::rmsnorm_row(k + h * head_dim, l.k_norm, head_dim, c.rms_norm_eps, k + h * head_dim);
             }
             if (half > 0) {  // on the first rope_dim() dims of each head; NemotronH has no RoPE
-                for (int32_t h = 0; h < c.num_heads; ++h) kernels::rope_head(q + h * head_dim, row_of(cos_, m, half), row_of(sin_, m, half), half);
-                for (int32_t h = 0; h < c.num_kv_heads; ++h) kernels::rope_head(k + h * head_dim, row_of(cos_, m, half), row_of(sin_, m, half), half);
+                for (int32_t h = 0; h < c.num_heads; ++h)
+                    kernels::rope_head(q + h * head_dim, row_of(cos_, m, half), row_of(sin_, m, half), half);
+                for (int32_t h = 0; h < c.num_kv_heads; ++h)
+                    kernels::rope_head(k + h * head_dim, row_of(cos_, m, half), row_of(sin_, m, half), half);
             }
 
             // Append this row's K/V before any row attends: later rows of the

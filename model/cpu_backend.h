@@ -98,11 +98,11 @@ private:
     std::unordered_map<StreamId, std::unique_ptr<KvCache>> streams_;
     // Streams' Mamba2 states, when the model has Mamba layers.
     std::unordered_map<StreamId, std::unique_ptr<RecurrentState>> recurrent_;
-    std::vector<int32_t> kv_layer_;      // per layer: its index in the KV caches, or -1
-    std::vector<int32_t> mamba_layer_;   // per layer: its index in the recurrent states, or -1
+    std::vector<int32_t> kv_layer_;     // per layer: its index in the KV caches, or -1
+    std::vector<int32_t> mamba_layer_;  // per layer: its index in the recurrent states, or -1
     std::vector<KvCache*> row_caches_;  // per row of the current forward
-    std::vector<RecurrentState*> row_states_;  // per row, when recurrent
-    std::vector<int32_t> row_round_;           // per row: its row of its stream's round
+    std::vector<RecurrentState*> row_states_;        // per row, when recurrent
+    std::vector<int32_t> row_round_;                 // per row: its row of its stream's round
     std::vector<std::vector<int32_t>> stream_rows_;  // per stream of the forward: its rows, in order
 
     // Scratch, per row: sized on demand, kept between calls.

@@ -124,11 +124,11 @@ void CpuBackend::mamba_block(const LayerWeights& l, int32_t mamba_layer, std::sp
             for (size_t r = 0; r < mine.size(); ++r) {
                 const int32_t m = mine[r];
                 const float* from = r == 0 ? state.start_state(mamba_layer) : live;
-                mamba::scan_heads(mc, kernels_->scan_state_row, l.A, l.D, row_of(xbc_, m, conv_dim), row_of(dt_, m, heads), from, live,
-                                  row_of(y_, m, inner), first_head, end_head);
+                mamba::scan_heads(mc, kernels_->scan_state_row, l.A, l.D, row_of(xbc_, m, conv_dim),
+                                  row_of(dt_, m, heads), from, live, row_of(y_, m, inner), first_head, end_head);
                 if (rows[m].position == snapshot_at) {
-                    std::memcpy(state.snapshot_state(mamba_layer) + first_head * head_floats, live + first_head * head_floats,
-                                sizeof(float) * head_floats * (end_head - first_head));
+                    std::memcpy(state.snapshot_state(mamba_layer) + first_head * head_floats,
+                                live + first_head * head_floats, sizeof(float) * head_floats * (end_head - first_head));
                 }
             }
         }
@@ -185,8 +185,9 @@ void CpuBackend::replay(RecurrentState& state, int32_t rows) {
                 const auto first_head = static_cast<int32_t>(chunk) * kScanHeadsPerJob;
                 const int32_t end_head = std::min(heads, first_head + kScanHeadsPerJob);
                 for (int32_t r = 0; r < rows; ++r) {
-                    mamba::scan_heads(mc, kernels_->scan_state_row, l.A, l.D, row_of(xbc_, r, conv_dim), row_of(dt_, r, heads), r == 0 ? start : live,
-                                      live, nullptr, first_head, end_head);
+                    mamba::scan_heads(mc, kernels_->scan_state_row, l.A, l.D, row_of(xbc_, r, conv_dim),
+                                      row_of(dt_, r, heads), r == 0 ? start : live, live, nullptr, first_head,
+                                      end_head);
                 }
             }
         });

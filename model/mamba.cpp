@@ -21,8 +21,8 @@ void silu(float* v, int32_t n, kernels::Exp16Fn exp16, float* scratch) {
 
 }  // namespace
 
-void conv_row(const MambaConfig& m, const float* weight, const float* bias, const float* inputs,
-              kernels::Exp16Fn exp16, float* scratch, float* out) {
+void conv_row(const MambaConfig& m, const float* weight, const float* bias, const float* inputs, kernels::Exp16Fn exp16,
+              float* scratch, float* out) {
     const int32_t channels = m.conv_dim(), taps = m.conv_kernel;
     for (int32_t c = 0; c < channels; ++c) {
         const float* w = weight + static_cast<size_t>(c) * taps;

@@ -29,8 +29,8 @@ namespace tf::model::mamba {
 // where inputs holds K consecutive raw xBC rows, oldest first (the row being
 // computed last). `bias` may be null. `scratch` holds conv_dim rounded up
 // to 16 floats.
-void conv_row(const MambaConfig& m, const float* weight, const float* bias, const float* inputs,
-              kernels::Exp16Fn exp16, float* scratch, float* out);
+void conv_row(const MambaConfig& m, const float* weight, const float* bias, const float* inputs, kernels::Exp16Fn exp16,
+              float* scratch, float* out);
 
 // dt[h] := clamp(softplus(raw[h] + dt_bias[h]), dt_min, dt_max).
 void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, float* dt);

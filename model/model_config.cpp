@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "model/load_error.h"
@@ -186,7 +186,9 @@ void read_decoder(const json& root, const std::string& where, ModelConfig& c) {
     if (c.family == Family::nemotron) {
         // Nemotron-4 / Minitron: LayerNorm1P (norm_eps), squared ReLU, RoPE on
         // the first partial_rotary_factor of each head.
-        if (act != "relu2") throw LoadError(where + ": hidden_act \"" + act + "\" is not supported for NemotronForCausalLM (supported: relu2)");
+        if (act != "relu2")
+            throw LoadError(where + ": hidden_act \"" + act +
+                            "\" is not supported for NemotronForCausalLM (supported: relu2)");
         c.norm = NormKind::layer_norm_1p;
         c.mlp = MlpKind::relu2;
         c.mlp_bias = f.boolean_or("mlp_bias", false);
@@ -303,7 +305,8 @@ std::vector<LayerKind> read_layer_kinds(const json& root, const std::string& whe
             }
         }
     } else {
-        throw LoadError(where + ": NemotronHForCausalLM needs \"hybrid_override_pattern\" or a \"layers_block_type\" list");
+        throw LoadError(where +
+                        ": NemotronHForCausalLM needs \"hybrid_override_pattern\" or a \"layers_block_type\" list");
     }
     if (kinds.empty()) throw LoadError(where + ": the model has no layers (empty hybrid_override_pattern)");
     return kinds;
@@ -331,10 +334,13 @@ void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c)
     c.num_kv_heads = f.integer_or("num_key_value_heads", c.num_heads);
     c.head_dim = f.integer_or("head_dim", f.integer_or("attention_head_dim", 128));
     c.intermediate_size = f.integer_or("intermediate_size", any_mlp ? 0 : 1);
-    for (auto [value, name] : {std::pair{c.hidden_size, "hidden_size"}, {c.vocab_size, "vocab_size"},
+    for (auto [value, name] : {std::pair{c.hidden_size, "hidden_size"},
+                               {c.vocab_size, "vocab_size"},
                                {c.max_position_embeddings, "max_position_embeddings"},
-                               {c.num_heads, "num_attention_heads"}, {c.num_kv_heads, "num_key_value_heads"},
-                               {c.head_dim, "head_dim"}, {c.intermediate_size, "intermediate_size"}}) {
+                               {c.num_heads, "num_attention_heads"},
+                               {c.num_kv_heads, "num_key_value_heads"},
+                               {c.head_dim, "head_dim"},
+                               {c.intermediate_size, "intermediate_size"}}) {
         require_positive(value, name, where);
     }
     if (any_attention && c.num_heads % c.num_kv_heads != 0) {
@@ -348,7 +354,8 @@ void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c)
     c.mlp_bias = f.boolean_or("mlp_bias", false);
     if (f.has("sliding_window")) throw LoadError(where + ": sliding_window is not supported for NemotronHForCausalLM");
     const std::string mlp_act = f.string_or("mlp_hidden_act", "relu2");
-    if (mlp_act != "relu2") throw LoadError(where + ": mlp_hidden_act \"" + mlp_act + "\" is not supported (supported: relu2)");
+    if (mlp_act != "relu2")
+        throw LoadError(where + ": mlp_hidden_act \"" + mlp_act + "\" is not supported (supported: relu2)");
 
     MambaConfig& m = c.mamba;
     m.num_heads = f.integer_or("mamba_num_heads", 128);
@@ -358,8 +365,11 @@ void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c)
     m.conv_kernel = f.integer_or("conv_kernel", f.integer_or("mamba_d_conv", 4));
     m.conv_bias = f.boolean_or("use_conv_bias", f.boolean_or("mamba_conv_bias", true));
     m.proj_bias = f.boolean_or("use_bias", false);
-    for (auto [value, name] : {std::pair{m.num_heads, "mamba_num_heads"}, {m.head_dim, "mamba_head_dim"},
-                               {m.state_size, "ssm_state_size"}, {m.groups, "n_groups"}, {m.conv_kernel, "conv_kernel"}}) {
+    for (auto [value, name] : {std::pair{m.num_heads, "mamba_num_heads"},
+                               {m.head_dim, "mamba_head_dim"},
+                               {m.state_size, "ssm_state_size"},
+                               {m.groups, "n_groups"},
+                               {m.conv_kernel, "conv_kernel"}}) {
         require_positive(value, name, where);
     }
     if (m.num_heads % m.groups != 0) {
@@ -367,8 +377,11 @@ void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c)
                         std::to_string(m.groups));
     }
     const std::string mamba_act = f.string_or("mamba_hidden_act", "silu");
-    if (mamba_act != "silu") throw LoadError(where + ": mamba_hidden_act \"" + mamba_act + "\" is not supported (supported: silu)");
-    const char* limit_key = f.has("time_step_limit") ? "time_step_limit" : f.has("mamba_dt_limit") ? "mamba_dt_limit" : nullptr;
+    if (mamba_act != "silu")
+        throw LoadError(where + ": mamba_hidden_act \"" + mamba_act + "\" is not supported (supported: silu)");
+    const char* limit_key = f.has("time_step_limit")  ? "time_step_limit"
+                            : f.has("mamba_dt_limit") ? "mamba_dt_limit"
+                                                      : nullptr;
     if (limit_key) {
         const json& limit = root.at(limit_key);
         if (!limit.is_array() || limit.size() != 2) {
@@ -377,7 +390,8 @@ void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c)
         const double low = number_or_nonfinite(limit[0], where, limit_key);
         const double high = number_or_nonfinite(limit[1], where, limit_key);
         if (!(low >= 0) || !(high > low)) {
-            throw LoadError(where + ": field \"" + limit_key + "\" must be [low, high] with 0 <= low < high, got " + limit.dump());
+            throw LoadError(where + ": field \"" + limit_key + "\" must be [low, high] with 0 <= low < high, got " +
+                            limit.dump());
         }
         m.dt_min = static_cast<float>(low);
         m.dt_max = static_cast<float>(high);
@@ -394,8 +408,9 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
 
     if (!root.contains("architectures") || !root.at("architectures").is_array() || root.at("architectures").empty() ||
         !root.at("architectures")[0].is_string()) {
-        throw LoadError(where + ": field \"architectures\" must be a list naming the model class, e.g. "
-                                "[\"LlamaForCausalLM\"]");
+        throw LoadError(where +
+                        ": field \"architectures\" must be a list naming the model class, e.g. "
+                        "[\"LlamaForCausalLM\"]");
     }
     c.architecture = root.at("architectures")[0].get<std::string>();
     if (c.architecture == "LlamaForCausalLM") {
@@ -423,7 +438,6 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     read_eos_ids(root, where, generation_config_json, generation_where, c);
     return c;
 }
-
 
 ModelConfig load_model_config(const std::string& dir) {
     std::filesystem::path config_path = std::filesystem::path(dir) / "config.json";

@@ -30,7 +30,7 @@ struct MambaConfig {
     int32_t groups = 0;       // G: heads h*G/H .. share one B and C
     int32_t conv_kernel = 0;  // K: the causal conv reads the last K xBC inputs
     bool conv_bias = true;
-    bool proj_bias = false;   // "use_bias": in_proj and out_proj carry a bias
+    bool proj_bias = false;  // "use_bias": in_proj and out_proj carry a bias
     // time_step_limit: dt is clamped into [dt_min, dt_max]; the default
     // (0, inf) leaves softplus's output as it is.
     float dt_min = 0.0f;
@@ -78,11 +78,11 @@ struct ModelConfig {
     int32_t sliding_window = 0;        // Mistral: attend to the last `sliding_window` positions; 0 = all
     std::string torch_dtype;           // as written; informational (weights keep their stored dtype)
 
-    NormKind norm = NormKind::rms;     // rms_norm_eps is the eps of either kind
+    NormKind norm = NormKind::rms;  // rms_norm_eps is the eps of either kind
     MlpKind mlp = MlpKind::silu_gated;
-    bool mlp_bias = false;             // Nemotron(H) "mlp_bias": up and down carry a bias
-    bool rotary = true;                // false: attention has no position encoding (NemotronH)
-    int32_t rotary_dim = 0;            // dims of each head RoPE turns; 0 = all (Nemotron: partial_rotary_factor)
+    bool mlp_bias = false;               // Nemotron(H) "mlp_bias": up and down carry a bias
+    bool rotary = true;                  // false: attention has no position encoding (NemotronH)
+    int32_t rotary_dim = 0;              // dims of each head RoPE turns; 0 = all (Nemotron: partial_rotary_factor)
     std::vector<LayerKind> layer_kinds;  // NemotronH, one per layer; empty = every layer a decoder layer
     MambaConfig mamba;
 

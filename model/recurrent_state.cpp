@@ -100,7 +100,8 @@ void RecurrentState::snapshot_now() {
         Layer& l = layers_[layer];
         copy_floats(state(layer), state_floats_, l.snapshot.data());
         // The window at length(): the last K-1 raw inputs of the log.
-        copy_floats(l.inputs.data() + static_cast<size_t>(rows_) * conv_dim, window_floats_, l.snapshot.data() + state_floats_);
+        copy_floats(l.inputs.data() + static_cast<size_t>(rows_) * conv_dim, window_floats_,
+                    l.snapshot.data() + state_floats_);
     }
     snapshot_ready_ = true;
 }

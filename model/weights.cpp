@@ -349,7 +349,8 @@ void Weights::load_nemotron_h_layers(const std::string& prefix) {
                     l.in_proj_bias = vector(mixer + "in_proj.bias", m.in_proj_rows());
                     l.out_proj_bias = vector(mixer + "out_proj.bias", hidden);
                 }
-                l.conv_weight = values(mixer + "conv1d.weight", {m.conv_dim(), 1, m.conv_kernel}, [](float v) { return v; });
+                l.conv_weight =
+                    values(mixer + "conv1d.weight", {m.conv_dim(), 1, m.conv_kernel}, [](float v) { return v; });
                 if (m.conv_bias) l.conv_bias = vector(mixer + "conv1d.bias", m.conv_dim());
                 l.dt_bias = vector(mixer + "dt_bias", m.num_heads);
                 l.A = values(mixer + "A_log", {m.num_heads}, [](float a) { return -std::exp(a); });
@@ -390,7 +391,8 @@ size_t Weights::matmul_bytes() const {
 std::vector<const WeightMatrix*> Weights::matrices() const {
     std::vector<const WeightMatrix*> all{&lm_head_};
     for (const LayerWeights& l : layers_) {
-        for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.in_proj, &l.out_proj}) {
+        for (const WeightMatrix* m :
+             {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.in_proj, &l.out_proj}) {
             if (m->rows > 0) all.push_back(m);
         }
     }

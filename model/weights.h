@@ -37,7 +37,7 @@ using kernels::WeightMatrix;
 // attn_norm), MLP (its norm in mlp_norm) or Mamba2 (its norm in attn_norm).
 struct LayerWeights {
     LayerKind kind = LayerKind::decoder;
-    const float* attn_norm = nullptr;  // (hidden); LayerNorm1P: 1 + the stored weight
+    const float* attn_norm = nullptr;       // (hidden); LayerNorm1P: 1 + the stored weight
     const float* attn_norm_bias = nullptr;  // (hidden), LayerNorm1P only
     WeightMatrix wq;                   // (num_heads * head_dim, hidden)
     WeightMatrix wk;                   // (num_kv_heads * head_dim, hidden)
@@ -51,7 +51,7 @@ struct LayerWeights {
     const float* k_norm = nullptr;     // (head_dim), when config.qk_norm
     const float* mlp_norm = nullptr;   // (hidden); LayerNorm1P: 1 + the stored weight
     const float* mlp_norm_bias = nullptr;  // (hidden), LayerNorm1P only
-    WeightMatrix w_gate;               // (intermediate, hidden); absent for squared-ReLU MLPs
+    WeightMatrix w_gate;                   // (intermediate, hidden); absent for squared-ReLU MLPs
     WeightMatrix w_up;                 // (intermediate, hidden)
     WeightMatrix w_down;               // (hidden, intermediate)
     const float* up_bias = nullptr;    // (intermediate), when config.mlp_bias
@@ -90,7 +90,7 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const std::vector<LayerWeights>& layers() const { return layers_; }
-    const float* final_norm() const { return final_norm_; }  // (hidden); LayerNorm1P: 1 + the stored weight
+    const float* final_norm() const { return final_norm_; }            // (hidden); LayerNorm1P: 1 + the stored weight
     const float* final_norm_bias() const { return final_norm_bias_; }  // (hidden), LayerNorm1P only
     const WeightMatrix& lm_head() const { return lm_head_; }  // (vocab, hidden); the embedding when tied
 

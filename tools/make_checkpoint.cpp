@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
     auto* inter = app.add_option("--intermediate", flags.intermediate_size, "intermediate_size")->check(CLI::PositiveNumber);
     auto* vocab = app.add_option("--vocab", flags.vocab_size, "vocab_size")->check(CLI::PositiveNumber);
     auto* tied = app.add_option("--tied", flags.tie_word_embeddings, "tie_word_embeddings (true/false)");
-    auto* bias = app.add_option("--attention-bias", flags.attention_bias, "attention_bias for Llama/Qwen3/Nemotron (true/false)");
+    auto* bias = app.add_option("--attention-bias", flags.attention_bias,
+                                "attention_bias for Llama/Qwen3/Nemotron (true/false)");
     auto* theta = app.add_option("--rope-theta", flags.rope_theta, "rope_theta");
     auto* window = app.add_option("--sliding-window", flags.sliding_window, "Mistral sliding_window (0: none)");
     auto* shards = app.add_option("--shards", flags.shards, "Safetensors files (> 1: sharded with an index)")
@@ -50,15 +51,15 @@ int main(int argc, char** argv) {
     auto* seed = app.add_option("--seed", flags.seed, "Random seed: same seed and shape, same bytes");
     auto* pattern = app.add_option("--pattern", flags.hybrid_pattern,
                                    "NemotronH hybrid_override_pattern: M Mamba2, * attention, - MLP, one per layer");
-    auto* mamba_heads = app.add_option("--mamba-heads", flags.mamba_heads, "NemotronH mamba_num_heads")
-                            ->check(CLI::PositiveNumber);
+    auto* mamba_heads =
+        app.add_option("--mamba-heads", flags.mamba_heads, "NemotronH mamba_num_heads")->check(CLI::PositiveNumber);
     auto* mamba_head_dim = app.add_option("--mamba-head-dim", flags.mamba_head_dim, "NemotronH mamba_head_dim")
                                ->check(CLI::PositiveNumber);
-    auto* ssm_state = app.add_option("--ssm-state", flags.ssm_state_size, "NemotronH ssm_state_size")
-                          ->check(CLI::PositiveNumber);
+    auto* ssm_state =
+        app.add_option("--ssm-state", flags.ssm_state_size, "NemotronH ssm_state_size")->check(CLI::PositiveNumber);
     auto* groups = app.add_option("--groups", flags.mamba_groups, "NemotronH n_groups")->check(CLI::PositiveNumber);
-    auto* conv_kernel = app.add_option("--conv-kernel", flags.conv_kernel, "NemotronH conv_kernel")
-                            ->check(CLI::PositiveNumber);
+    auto* conv_kernel =
+        app.add_option("--conv-kernel", flags.conv_kernel, "NemotronH conv_kernel")->check(CLI::PositiveNumber);
     auto* partial_rotary = app.add_option("--partial-rotary", flags.partial_rotary_factor,
                                           "Nemotron partial_rotary_factor: rotated share of each q/k head")
                                ->check(CLI::Range(0.0, 1.0));

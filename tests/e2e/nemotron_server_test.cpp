@@ -36,12 +36,8 @@ const std::string& nemotron_h_dir() {
 // Token ids in and out: a random model's replies are rarely the tokens
 // their text would encode to. temperature 0: greedy.
 std::string request(const std::vector<int32_t>& prompt, int max_tokens, double temperature, int seed = 0) {
-    return json{{"model", "tiny-nemotron-h"},
-                {"prompt", prompt},
-                {"max_tokens", max_tokens},
-                {"temperature", temperature},
-                {"seed", seed},
-                {"return_token_ids", true}}
+    return json{{"model", "tiny-nemotron-h"}, {"prompt", prompt}, {"max_tokens", max_tokens},
+                {"temperature", temperature}, {"seed", seed},     {"return_token_ids", true}}
         .dump();
 }
 
@@ -64,8 +60,8 @@ struct Case {
 };
 
 // Cases [first, first + count) at once, one connection each; their replies.
-std::vector<std::vector<int32_t>> concurrently(const ServerProcess& server, const std::vector<Case>& cases, size_t first,
-                                               size_t count) {
+std::vector<std::vector<int32_t>> concurrently(const ServerProcess& server, const std::vector<Case>& cases,
+                                               size_t first, size_t count) {
     std::vector<std::vector<int32_t>> replies(count);
     std::vector<std::thread> clients;
     for (size_t i = 0; i < count; ++i) {
@@ -89,10 +85,11 @@ TEST(NemotronHServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurr
         ASSERT_TRUE(server.listening()) << server.output();
         EXPECT_NE(server.output().find("NemotronHForCausalLM"), std::string::npos) << server.output();
         const Response first = server.post(
-            "/v1/completions",
-            json{{"model", "tiny-nemotron-h"}, {"prompt", "def fibonacci(n):\n    \"\"\"Return the n-th number.\"\"\"\n"},
-                 {"max_tokens", 1}, {"return_token_ids", true}}
-                .dump());
+            "/v1/completions", json{{"model", "tiny-nemotron-h"},
+                                    {"prompt", "def fibonacci(n):\n    \"\"\"Return the n-th number.\"\"\"\n"},
+                                    {"max_tokens", 1},
+                                    {"return_token_ids", true}}
+                                   .dump());
         ASSERT_EQ(first.status, 200) << first.body;
         const auto prompt = json::parse(first.body)["choices"][0]["prompt_token_ids"].get<std::vector<int32_t>>();
         const std::vector<int32_t> greedy = reply_ids(server.post("/v1/completions", request(prompt, 40, 0.0)));
@@ -102,7 +99,8 @@ TEST(NemotronHServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurr
         ASSERT_NE(detour.front(), greedy[20]);
         cases.push_back({request(joined(joined(prompt, head), detour), 4, 0.0), {}});
         for (int cut = 19; cut >= 16; --cut) {
-            cases.push_back({request(joined(prompt, std::vector<int32_t>(greedy.begin(), greedy.begin() + cut)), 24, 0.0), {}});
+            cases.push_back(
+                {request(joined(prompt, std::vector<int32_t>(greedy.begin(), greedy.begin() + cut)), 24, 0.0), {}});
         }
         for (int seed = 0; seed < 4; ++seed) cases.push_back({request(prompt, 40, 1.5, seed), {}});
         ASSERT_EQ(cases.size(), static_cast<size_t>(kCases));

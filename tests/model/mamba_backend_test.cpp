@@ -10,9 +10,9 @@
 
 #include <algorithm>
 
+#include "kernel_test_support.h"
 #include "model/checkpoint_writer.h"
 #include "model/cpu_backend.h"
-#include "kernel_test_support.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -51,7 +51,8 @@ protected:
     // Runs `tokens` on `stream` (open, at `position`) as one forward; returns their logits.
     std::vector<float> run(StreamId stream, int32_t position, const std::vector<int32_t>& tokens) {
         std::vector<Row> rows;
-        for (size_t i = 0; i < tokens.size(); ++i) rows.push_back({stream, position + static_cast<int32_t>(i), tokens[i], true});
+        for (size_t i = 0; i < tokens.size(); ++i)
+            rows.push_back({stream, position + static_cast<int32_t>(i), tokens[i], true});
         std::vector<float> logits;
         backend_->forward(rows, logits);
         return logits;

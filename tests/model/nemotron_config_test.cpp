@@ -62,16 +62,19 @@ TEST(NemotronHConfig, LayersBlockTypeInEitherSpellingEqualsThePattern) {
 }
 
 TEST(NemotronHConfig, TimeStepLimitReadsPythonsBareInfinityAndTransformersSpellings) {
-    for (const std::string limit : {R"([0.0, Infinity])", R"([0.0, "Infinity"])", R"([0.0, {"__float__": "Infinity"}])"}) {
+    for (const std::string limit :
+         {R"([0.0, Infinity])", R"([0.0, "Infinity"])", R"([0.0, {"__float__": "Infinity"}])"}) {
         const ModelConfig c = parse_model_config(nemotron_h(R"(, "time_step_limit": )" + limit), "DIR/config.json");
         EXPECT_EQ(c.mamba.dt_min, 0.0f) << limit;
         EXPECT_TRUE(std::isinf(c.mamba.dt_max)) << limit;
     }
-    const ModelConfig clamped = parse_model_config(nemotron_h(R"(, "time_step_limit": [0.001, 0.1])"), "DIR/config.json");
+    const ModelConfig clamped =
+        parse_model_config(nemotron_h(R"(, "time_step_limit": [0.001, 0.1])"), "DIR/config.json");
     EXPECT_FLOAT_EQ(clamped.mamba.dt_min, 0.001f);
     EXPECT_FLOAT_EQ(clamped.mamba.dt_max, 0.1f);
     // A string that only looks like Infinity stays what it was.
-    EXPECT_EQ(parse_model_config(nemotron_h(R"(, "torch_dtype": "Infinity")"), "DIR/config.json").torch_dtype, "Infinity");
+    EXPECT_EQ(parse_model_config(nemotron_h(R"(, "torch_dtype": "Infinity")"), "DIR/config.json").torch_dtype,
+              "Infinity");
 }
 
 TEST(NemotronHConfig, OlderFieldNamesAreRead) {
@@ -118,7 +121,8 @@ TEST(NemotronConfig, LayerNorm1PSquaredReluAndHalfTheHeadTurned) {
     EXPECT_FALSE(c.recurrent());
     EXPECT_EQ(c.layer_kind(1), LayerKind::decoder);
     EXPECT_EQ(parse_model_config(nemotron(R"(, "partial_rotary_factor": 1.0)"), "DIR/config.json").rope_dim(), 16);
-    EXPECT_TRUE(parse_model_config(nemotron(R"(, "mlp_bias": true, "attention_bias": true)"), "DIR/config.json").mlp_bias);
+    EXPECT_TRUE(
+        parse_model_config(nemotron(R"(, "mlp_bias": true, "attention_bias": true)"), "DIR/config.json").mlp_bias);
 }
 
 TEST(NemotronConfig, WhatCannotRunIsRefusedByName) {

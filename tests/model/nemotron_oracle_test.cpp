@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "model/cpu_backend.h"
 #include "kernel_test_support.h"
+#include "model/cpu_backend.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -45,8 +45,8 @@ TEST(NemotronOracle, GreedyIdsOfBothFamiliesEqualTheReferenceUpToNearTies) {
         for (const auto& arg : c.at("make_checkpoint_args")) command += " " + arg.get<std::string>();
         command += " --out " + dir.str() + " > /dev/null";
         ASSERT_EQ(std::system(command.c_str()), 0) << command;
-        auto backend = load_cpu_backend(dir.str(), 2, testing::fastest_isa(kernels::Activations::f32),
-                                        kernels::Activations::f32);
+        auto backend =
+            load_cpu_backend(dir.str(), 2, testing::fastest_isa(kernels::Activations::f32), kernels::Activations::f32);
         ASSERT_EQ(backend->config().architecture, c.at("arch").get<std::string>());
         const int32_t vocab = backend->config().vocab_size;
         const auto prompt = c.at("prompt").get<std::vector<int32_t>>();
@@ -54,7 +54,8 @@ TEST(NemotronOracle, GreedyIdsOfBothFamiliesEqualTheReferenceUpToNearTies) {
         const auto gaps = c.at("gaps").get<std::vector<double>>();
         backend->open_stream(0, static_cast<int32_t>(prompt.size() + expected.size()) + 1);
         std::vector<Row> rows;
-        for (size_t i = 0; i < prompt.size(); ++i) rows.push_back({0, static_cast<int32_t>(i), prompt[i], i + 1 == prompt.size()});
+        for (size_t i = 0; i < prompt.size(); ++i)
+            rows.push_back({0, static_cast<int32_t>(i), prompt[i], i + 1 == prompt.size()});
         std::vector<float> logits;
         backend->forward(rows, logits);
         auto position = static_cast<int32_t>(prompt.size());
