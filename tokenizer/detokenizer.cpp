@@ -38,6 +38,10 @@ Detokenizer::Detokenizer(const Tokenizer& tokenizer, bool skip_special_tokens, b
       strip_left_(continuation ? 0 : tokenizer.impl_->strip_leading_spaces) {}
 
 std::string Detokenizer::push(TokenId id) {
+    // A model may sample a padded embedding row its tokenizer has no piece
+    // for (vocab_size past the tokenizer's): like transformers' decode, it
+    // adds no text, and the reply goes on.
+    if (!tokenizer_.has_piece(id)) return {};
     const std::string& piece = tokenizer_.token_to_piece(id);
     if (skip_special_ && tokenizer_.is_special(id)) return {};
     held_ += piece;

@@ -3,7 +3,9 @@
 // are split across tokens is held back until its last byte arrives, so an SSE
 // chunk never carries broken UTF-8; bytes that can never become a character
 // leave as U+FFFD, exactly where decode() would put them. The concatenation
-// of everything push() and finish() return equals decode() of all the ids.
+// of everything push() and finish() return equals decode() of all the ids,
+// except that an id with no piece (a padded embedding row a model sampled)
+// adds nothing here, where decode() refuses it.
 //
 // One Detokenizer per stream; not thread-safe (the Tokenizer it reads is).
 #pragma once

@@ -144,6 +144,11 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_to
     return m.clean_up_spaces ? clean_up_tokenization(std::move(text)) : text;
 }
 
+bool Tokenizer::has_piece(TokenId id) const {
+    const Impl& m = *impl_;
+    return id < m.kinds.size() && m.kinds[id] != TokenKind::none;
+}
+
 const std::string& Tokenizer::token_to_piece(TokenId id) const {
     const Impl& m = *impl_;
     if (id >= m.kinds.size() || m.kinds[id] == TokenKind::none) {

@@ -75,6 +75,9 @@ public:
     // The bytes one token stands for (may be part of a UTF-8 character);
     // added tokens give their content. Throws for an unknown id.
     const std::string& token_to_piece(TokenId id) const;
+    // Whether `id` has a piece: false past the vocabulary, as for the padded
+    // embedding rows of a model whose vocab_size exceeds its tokenizer's.
+    bool has_piece(TokenId id) const;
     std::optional<TokenId> token_to_id(std::string_view token) const;  // vocabulary spelling or added content
 
     uint32_t vocab_size() const;  // highest id plus one, added tokens included

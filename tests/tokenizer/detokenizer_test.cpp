@@ -69,6 +69,24 @@ TEST(Detokenizer, FinishFlushesAnIncompleteCharacterAsAReplacementCharacter) {
     EXPECT_EQ(d.finish(), "\xEF\xBF\xBD");
 }
 
+// A model whose vocab_size is padded past its tokenizer's (Qwen's 151936
+// rows for 151669 tokens; a test checkpoint's 131072 for tinycode's 8192)
+// may sample a row with no piece: it adds no text and the reply goes on.
+TEST(Detokenizer, AnIdPastTheVocabularyAddsNoTextAndTheReplyGoesOn) {
+    const Tokenizer tok = Tokenizer::load(testing::tinycode_dir());
+    const std::vector<TokenId> ids = tok.encode("def f");
+    ASSERT_EQ(ids.size(), 2u);
+    EXPECT_FALSE(tok.has_piece(tok.vocab_size()));
+    EXPECT_TRUE(tok.has_piece(ids[0]));
+    Detokenizer d(tok);
+    std::string text = d.push(ids[0]);
+    text += d.push(tok.vocab_size() + 100);
+    text += d.push(ids[1]);
+    text += d.finish();
+    EXPECT_EQ(text, "def f");
+    EXPECT_THROW(tok.decode(std::vector<TokenId>{tok.vocab_size() + 100}), TokenizerError);
+}
+
 TEST(Detokenizer, SkipsSpecialTokensWhenAsked) {
     const Tokenizer tok = Tokenizer::load(testing::tinycode_dir());
     const std::vector<TokenId> ids = tok.encode("<|im_start|>hi<|im_end|>");
