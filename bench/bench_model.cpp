@@ -252,8 +252,7 @@ void rollback(benchmark::State& state) {
 void snapshot_copies(benchmark::State& state) {
     const auto M = static_cast<int32_t>(state.range(0));
     const tf::model::ModelConfig config = tf::model::load_model_config(g_model_dir);
-    const auto layers = static_cast<size_t>(
-        std::count(config.layer_kinds.begin(), config.layer_kinds.end(), tf::model::LayerKind::mamba));
+    const auto layers = static_cast<size_t>(config.mamba_layer_count());
     const size_t bytes = layers * config.mamba.state_floats() * sizeof(float);
     std::vector<char> live(bytes, 1), copies(bytes * static_cast<size_t>(M));
     for (auto _ : state) {

@@ -96,9 +96,7 @@ std::vector<StreamId> PromptCache::clear() {
 int64_t state_cost_tokens(const model::ModelConfig& c) {
     // Two state buffers and a snapshot per Mamba layer, in fp32, over one
     // position's fp32 K and V in every attention layer.
-    int64_t mamba_layers = 0;
-    for (model::LayerKind kind : c.layer_kinds) mamba_layers += kind == model::LayerKind::mamba ? 1 : 0;
-    const int64_t state_bytes = 3 * mamba_layers * static_cast<int64_t>(c.mamba.state_floats()) * 4;
+    const int64_t state_bytes = 3 * int64_t{c.mamba_layer_count()} * static_cast<int64_t>(c.mamba.state_floats()) * 4;
     // A model without attention layers is priced as if one layer of hidden-wide K and V.
     const int64_t kv_bytes = int64_t{c.attention_layer_count()} * 2 * c.num_kv_heads * c.head_dim * 4;
     const int64_t position_bytes = kv_bytes > 0 ? kv_bytes : int64_t{2} * c.hidden_size * 4;

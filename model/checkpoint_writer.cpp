@@ -39,6 +39,25 @@ const char* torch_dtype(const CheckpointSpec& s) {
     return s.dtype == DType::bf16 ? "bfloat16" : s.dtype == DType::f16 ? "float16" : "float32";
 }
 
+// The fields every family's config.json spells the same way.
+json common_config(const CheckpointSpec& s, const char* model_type, size_t layers) {
+    json c;
+    c["architectures"] = {s.architecture};
+    c["model_type"] = model_type;
+    c["vocab_size"] = s.vocab_size;
+    c["hidden_size"] = s.hidden_size;
+    c["num_hidden_layers"] = layers;
+    c["num_attention_heads"] = s.num_heads;
+    c["num_key_value_heads"] = s.num_kv_heads;
+    c["head_dim"] = s.head_dim;
+    c["intermediate_size"] = s.intermediate_size;
+    c["max_position_embeddings"] = s.max_position_embeddings;
+    c["tie_word_embeddings"] = s.tie_word_embeddings;
+    c["torch_dtype"] = torch_dtype(s);
+    if (!s.eos_token_ids.empty()) c["eos_token_id"] = s.eos_token_ids.front();
+    return c;
+}
+
 // Mamba2 widths: in_proj's rows are z (inner), then xBC (conv), then dt (heads).
 struct MambaDims {
     int64_t inner, groups_state, conv, proj;
@@ -54,17 +73,8 @@ MambaDims mamba_dims(const CheckpointSpec& s) {
 // The fields transformers' NemotronHConfig reads. time_step_limit stays
 // unwritten: its default, (0, inf), clamps nothing.
 json nemotron_h_config(const CheckpointSpec& s) {
-    json c;
-    c["architectures"] = {s.architecture};
-    c["model_type"] = "nemotron_h";
-    c["vocab_size"] = s.vocab_size;
-    c["hidden_size"] = s.hidden_size;
-    c["num_hidden_layers"] = s.hybrid_pattern.size();
+    json c = common_config(s, "nemotron_h", s.hybrid_pattern.size());
     c["hybrid_override_pattern"] = s.hybrid_pattern;
-    c["num_attention_heads"] = s.num_heads;
-    c["num_key_value_heads"] = s.num_kv_heads;
-    c["head_dim"] = s.head_dim;
-    c["intermediate_size"] = s.intermediate_size;
     c["mamba_num_heads"] = s.mamba_heads;
     c["mamba_head_dim"] = s.mamba_head_dim;
     c["ssm_state_size"] = s.ssm_state_size;
@@ -77,63 +87,35 @@ json nemotron_h_config(const CheckpointSpec& s) {
     c["mamba_hidden_act"] = "silu";
     c["mlp_hidden_act"] = "relu2";
     c["layer_norm_epsilon"] = 1e-5;
-    c["max_position_embeddings"] = s.max_position_embeddings;
-    c["tie_word_embeddings"] = s.tie_word_embeddings;
     c["time_step_min"] = 0.001;
     c["time_step_max"] = 0.1;
     c["chunk_size"] = 128;
     c["residual_in_fp32"] = false;
-    c["torch_dtype"] = torch_dtype(s);
-    if (!s.eos_token_ids.empty()) c["eos_token_id"] = s.eos_token_ids.front();
     return c;
 }
 
 // Nemotron-4 / Minitron (transformers' NemotronConfig).
 json nemotron_config(const CheckpointSpec& s) {
-    json c;
-    c["architectures"] = {s.architecture};
-    c["model_type"] = "nemotron";
-    c["hidden_size"] = s.hidden_size;
-    c["num_hidden_layers"] = s.num_layers;
-    c["num_attention_heads"] = s.num_heads;
-    c["num_key_value_heads"] = s.num_kv_heads;
-    c["head_dim"] = s.head_dim;
-    c["intermediate_size"] = s.intermediate_size;
-    c["vocab_size"] = s.vocab_size;
-    c["max_position_embeddings"] = s.max_position_embeddings;
+    json c = common_config(s, "nemotron", static_cast<size_t>(s.num_layers));
     c["norm_eps"] = 1e-5;
     c["hidden_act"] = "relu2";
     c["partial_rotary_factor"] = s.partial_rotary_factor;
     c["rope_theta"] = s.rope_theta;
-    c["tie_word_embeddings"] = s.tie_word_embeddings;
     c["attention_bias"] = s.attention_bias;
     c["mlp_bias"] = false;
-    c["torch_dtype"] = torch_dtype(s);
-    if (!s.eos_token_ids.empty()) c["eos_token_id"] = s.eos_token_ids.front();
     return c;
 }
 
 json config_json(const CheckpointSpec& s) {
     if (is_nemotron_h(s)) return nemotron_h_config(s);
     if (is_nemotron(s)) return nemotron_config(s);
-    json c;
-    c["architectures"] = {s.architecture};
-    c["model_type"] = s.architecture == "Qwen3ForCausalLM"   ? "qwen3"
-                      : s.architecture == "Qwen2ForCausalLM" ? "qwen2"
-                      : s.architecture == "MistralForCausalLM" ? "mistral"
-                                                               : "llama";
-    c["hidden_size"] = s.hidden_size;
-    c["num_hidden_layers"] = s.num_layers;
-    c["num_attention_heads"] = s.num_heads;
-    c["num_key_value_heads"] = s.num_kv_heads;
-    c["head_dim"] = s.head_dim;
-    c["intermediate_size"] = s.intermediate_size;
-    c["vocab_size"] = s.vocab_size;
-    c["max_position_embeddings"] = s.max_position_embeddings;
+    const char* model_type = s.architecture == "Qwen3ForCausalLM"     ? "qwen3"
+                             : s.architecture == "Qwen2ForCausalLM"   ? "qwen2"
+                             : s.architecture == "MistralForCausalLM" ? "mistral"
+                                                                      : "llama";
+    json c = common_config(s, model_type, static_cast<size_t>(s.num_layers));
     c["rms_norm_eps"] = 1e-6;
     c["hidden_act"] = "silu";
-    c["tie_word_embeddings"] = s.tie_word_embeddings;
-    c["torch_dtype"] = s.dtype == DType::bf16 ? "bfloat16" : s.dtype == DType::f16 ? "float16" : "float32";
     if (s.architecture != "Qwen2ForCausalLM" && s.architecture != "MistralForCausalLM") {
         c["attention_bias"] = s.attention_bias;
     }
@@ -155,7 +137,6 @@ json config_json(const CheckpointSpec& s) {
         c["rope_theta"] = s.rope_theta;
         c["rope_scaling"] = scaling;
     }
-    if (!s.eos_token_ids.empty()) c["eos_token_id"] = s.eos_token_ids.front();
     return c;
 }
 

@@ -11,6 +11,7 @@
 #include "model/kernels/rmsnorm.h"
 #include "model/kernels/rope.h"
 #include "model/load_error.h"
+#include "model/row_buffers.h"
 
 namespace tf::model {
 
@@ -24,20 +25,9 @@ bool supported_head_dim(int32_t head_dim) {
     return (blocks >= 1 && blocks <= 8) || blocks == 10 || blocks == 12 || blocks == 16;
 }
 
-float* row_of(std::vector<float>& buffer, int32_t row, int32_t width) {
-    return buffer.data() + static_cast<size_t>(row) * width;
-}
-
-void grow(std::vector<float>& buffer, int32_t rows, int32_t width) {
-    const size_t need = static_cast<size_t>(rows) * width;
-    if (buffer.size() < need) buffer.resize(need);
-}
-
-void add_bias(float* x, const float* bias, int32_t rows, int32_t width) {
-    if (!bias) return;
-    for (int32_t r = 0; r < rows; ++r)
-        for (int32_t i = 0; i < width; ++i) x[static_cast<size_t>(r) * width + i] += bias[i];
-}
+using rows::add_bias;
+using rows::grow;
+using rows::row_of;
 
 }  // namespace
 
@@ -82,9 +72,7 @@ void CpuBackend::open_stream(StreamId stream, int32_t capacity) {
     streams_.emplace(stream,
                      std::make_unique<KvCache>(c.attention_layer_count(), c.num_kv_heads, c.head_dim, capacity));
     if (c.recurrent()) {
-        const auto mamba_layers =
-            static_cast<int32_t>(std::count(c.layer_kinds.begin(), c.layer_kinds.end(), LayerKind::mamba));
-        recurrent_.emplace(stream, std::make_unique<RecurrentState>(c.mamba, mamba_layers));
+        recurrent_.emplace(stream, std::make_unique<RecurrentState>(c.mamba, c.mamba_layer_count()));
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "model/cpu_backend.h"
 #include "model/mamba.h"
+#include "model/row_buffers.h"
 
 namespace tf::model {
 
@@ -22,14 +23,9 @@ namespace {
 // jobs enough to share a lone stream's row between threads.
 constexpr int32_t kScanHeadsPerJob = 4;
 
-float* row_of(std::vector<float>& buffer, int64_t row, int32_t width) {
-    return buffer.data() + static_cast<size_t>(row) * width;
-}
-
-void grow(std::vector<float>& buffer, int64_t rows, int32_t width) {
-    const size_t need = static_cast<size_t>(rows) * width;
-    if (buffer.size() < need) buffer.resize(need);
-}
+using rows::add_bias;
+using rows::grow;
+using rows::row_of;
 
 std::vector<float>& thread_scratch(size_t floats) {
     thread_local std::vector<float> scratch;
@@ -84,10 +80,7 @@ void CpuBackend::mamba_block(const LayerWeights& l, int32_t mamba_layer, std::sp
 
     norm_and_pack(l.attn_norm, nullptr, l.in_proj, M);
     run_matmul(M, {kernels::MatmulJob{&l.in_proj, proj_.data(), in_rows}});
-    if (l.in_proj_bias) {
-        for (int32_t m = 0; m < M; ++m)
-            for (int32_t i = 0; i < in_rows; ++i) row_of(proj_, m, in_rows)[i] += l.in_proj_bias[i];
-    }
+    add_bias(proj_.data(), l.in_proj_bias, M, in_rows);
 
     // Each row's raw xBC and dt go into its stream's round log first: a
     // row's conv reads the K-1 raw inputs before it, which may be rows of
@@ -148,11 +141,8 @@ void CpuBackend::mamba_block(const LayerWeights& l, int32_t mamba_layer, std::sp
         }
     });
     run_matmul(M, {kernels::MatmulJob{&l.out_proj, out_.data(), hidden}});
-    for (int32_t m = 0; m < M; ++m) {
-        float* out = row_of(out_, m, hidden);
-        float* x = row_of(x_, m, hidden);
-        for (int32_t i = 0; i < hidden; ++i) x[i] += (l.out_proj_bias ? out[i] + l.out_proj_bias[i] : out[i]);
-    }
+    add_bias(out_.data(), l.out_proj_bias, M, hidden);
+    for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
 }
 
 void CpuBackend::replay(RecurrentState& state, int32_t rows) {

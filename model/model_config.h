@@ -99,6 +99,11 @@ struct ModelConfig {
     // position, so a stream can only be resumed where that state was kept.
     bool recurrent() const { return mamba.num_heads > 0; }
     int32_t rope_dim() const { return !rotary ? 0 : rotary_dim > 0 ? rotary_dim : head_dim; }
+    int32_t mamba_layer_count() const {
+        int32_t n = 0;
+        for (LayerKind kind : layer_kinds) n += kind == LayerKind::mamba ? 1 : 0;
+        return n;
+    }
     int32_t attention_layer_count() const {
         int32_t n = 0;
         for (int32_t i = 0; i < num_layers; ++i) n += has_attention(i) ? 1 : 0;

@@ -270,39 +270,54 @@ std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint che
     return w;
 }
 
-void Weights::load_decoder_layers() {
+// Attention's q/k/v/o under `p` ("model.layers.3.self_attn." or a NemotronH
+// mixer), with the biases and q/k norms the config asks for.
+void Weights::load_attention(LayerWeights& l, const std::string& p) {
     const ModelConfig& c = config_;
     const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim,
-                  kv_dim = int64_t{c.num_kv_heads} * c.head_dim, inter = c.intermediate_size;
+                  kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
+    l.wq = matrix(p + "q_proj.weight", q_dim, hidden);
+    l.wk = matrix(p + "k_proj.weight", kv_dim, hidden);
+    l.wv = matrix(p + "v_proj.weight", kv_dim, hidden);
+    l.wo = matrix(p + "o_proj.weight", hidden, q_dim);
+    if (c.qkv_bias) {
+        l.q_bias = vector(p + "q_proj.bias", q_dim);
+        l.k_bias = vector(p + "k_proj.bias", kv_dim);
+        l.v_bias = vector(p + "v_proj.bias", kv_dim);
+    }
+    if (c.o_bias) l.o_bias = vector(p + "o_proj.bias", hidden);
+    if (c.qk_norm) {
+        l.q_norm = vector(p + "q_norm.weight", c.head_dim);
+        l.k_norm = vector(p + "k_norm.weight", c.head_dim);
+    }
+}
+
+// The MLP under `p`: gate (SwiGLU only), up and down, with mlp_bias's biases.
+void Weights::load_mlp(LayerWeights& l, const std::string& p) {
+    const ModelConfig& c = config_;
+    const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+    if (c.mlp == MlpKind::silu_gated) l.w_gate = matrix(p + "gate_proj.weight", inter, hidden);
+    l.w_up = matrix(p + "up_proj.weight", inter, hidden);
+    l.w_down = matrix(p + "down_proj.weight", hidden, inter);
+    if (c.mlp_bias) {
+        l.up_bias = vector(p + "up_proj.bias", inter);
+        l.down_bias = vector(p + "down_proj.bias", hidden);
+    }
+}
+
+void Weights::load_decoder_layers() {
+    const ModelConfig& c = config_;
+    const int64_t hidden = c.hidden_size;
     const bool layer_norm = c.norm == NormKind::layer_norm_1p;
     for (int32_t i = 0; i < c.num_layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i) + ".";
         LayerWeights l;
         l.attn_norm = norm(p + "input_layernorm.weight", hidden);
         if (layer_norm) l.attn_norm_bias = vector(p + "input_layernorm.bias", hidden);
-        l.wq = matrix(p + "self_attn.q_proj.weight", q_dim, hidden);
-        l.wk = matrix(p + "self_attn.k_proj.weight", kv_dim, hidden);
-        l.wv = matrix(p + "self_attn.v_proj.weight", kv_dim, hidden);
-        l.wo = matrix(p + "self_attn.o_proj.weight", hidden, q_dim);
-        if (c.qkv_bias) {
-            l.q_bias = vector(p + "self_attn.q_proj.bias", q_dim);
-            l.k_bias = vector(p + "self_attn.k_proj.bias", kv_dim);
-            l.v_bias = vector(p + "self_attn.v_proj.bias", kv_dim);
-        }
-        if (c.o_bias) l.o_bias = vector(p + "self_attn.o_proj.bias", hidden);
-        if (c.qk_norm) {
-            l.q_norm = vector(p + "self_attn.q_norm.weight", c.head_dim);
-            l.k_norm = vector(p + "self_attn.k_norm.weight", c.head_dim);
-        }
+        load_attention(l, p + "self_attn.");
         l.mlp_norm = norm(p + "post_attention_layernorm.weight", hidden);
         if (layer_norm) l.mlp_norm_bias = vector(p + "post_attention_layernorm.bias", hidden);
-        if (c.mlp == MlpKind::silu_gated) l.w_gate = matrix(p + "mlp.gate_proj.weight", inter, hidden);
-        l.w_up = matrix(p + "mlp.up_proj.weight", inter, hidden);
-        l.w_down = matrix(p + "mlp.down_proj.weight", hidden, inter);
-        if (c.mlp_bias) {
-            l.up_bias = vector(p + "mlp.up_proj.bias", inter);
-            l.down_bias = vector(p + "mlp.down_proj.bias", hidden);
-        }
+        load_mlp(l, p + "mlp.");
         layers_.push_back(l);
     }
 }
@@ -310,8 +325,7 @@ void Weights::load_decoder_layers() {
 void Weights::load_nemotron_h_layers(const std::string& prefix) {
     const ModelConfig& c = config_;
     const MambaConfig& m = c.mamba;
-    const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim,
-                  kv_dim = int64_t{c.num_kv_heads} * c.head_dim, inter = c.intermediate_size;
+    const int64_t hidden = c.hidden_size;
     for (int32_t i = 0; i < c.num_layers; ++i) {
         const std::string p = prefix + "layers." + std::to_string(i) + ".";
         const std::string mixer = p + "mixer.";
@@ -321,25 +335,11 @@ void Weights::load_nemotron_h_layers(const std::string& prefix) {
         switch (l.kind) {
             case LayerKind::attention:
                 l.attn_norm = layer_norm;
-                l.wq = matrix(mixer + "q_proj.weight", q_dim, hidden);
-                l.wk = matrix(mixer + "k_proj.weight", kv_dim, hidden);
-                l.wv = matrix(mixer + "v_proj.weight", kv_dim, hidden);
-                l.wo = matrix(mixer + "o_proj.weight", hidden, q_dim);
-                if (c.qkv_bias) {
-                    l.q_bias = vector(mixer + "q_proj.bias", q_dim);
-                    l.k_bias = vector(mixer + "k_proj.bias", kv_dim);
-                    l.v_bias = vector(mixer + "v_proj.bias", kv_dim);
-                    l.o_bias = vector(mixer + "o_proj.bias", hidden);
-                }
+                load_attention(l, mixer);
                 break;
             case LayerKind::mlp:
                 l.mlp_norm = layer_norm;
-                l.w_up = matrix(mixer + "up_proj.weight", inter, hidden);
-                l.w_down = matrix(mixer + "down_proj.weight", hidden, inter);
-                if (c.mlp_bias) {
-                    l.up_bias = vector(mixer + "up_proj.bias", inter);
-                    l.down_bias = vector(mixer + "down_proj.bias", hidden);
-                }
+                load_mlp(l, mixer);
                 break;
             case LayerKind::mamba:
                 l.attn_norm = layer_norm;

@@ -120,6 +120,8 @@ private:
     // A tensor of any shape as fp32, each value through `transform`.
     const float* values(const std::string& name, const std::vector<int64_t>& shape, float (*transform)(float));
     const float* norm(const std::string& name, int64_t size);  // 1 + w for LayerNorm1P
+    void load_attention(LayerWeights& l, const std::string& prefix);
+    void load_mlp(LayerWeights& l, const std::string& prefix);
     void load_decoder_layers();
     void load_nemotron_h_layers(const std::string& prefix);
     std::vector<const WeightMatrix*> matrices() const;

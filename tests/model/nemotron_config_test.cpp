@@ -9,6 +9,7 @@
 
 #include "model/load_error.h"
 #include "model/model_config.h"
+#include "test_support.h"
 
 namespace tf::model {
 namespace {
@@ -21,15 +22,7 @@ std::string nemotron_h(const std::string& extra, const std::string& layers = R"(
            layers + extra + "}";
 }
 
-void expect_load_error(const std::string& text, const std::string& needle) {
-    try {
-        parse_model_config(text, "DIR/config.json");
-        FAIL() << "accepted: " << text;
-    } catch (const LoadError& e) {
-        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("DIR/config.json"), std::string::npos) << e.what();
-    }
-}
+using testing::expect_load_error;
 
 TEST(NemotronHConfig, ThePatternNamesEveryLayerAndTheMambaShapeFollows) {
     const ModelConfig c = parse_model_config(nemotron_h(""), "DIR/config.json");

@@ -14,8 +14,22 @@
 #include <vector>
 
 #include "model/backend.h"
+#include "model/load_error.h"
+#include "model/model_config.h"
 
 namespace tf::model::testing {
+
+// parse_model_config refuses `text` with a LoadError naming DIR/config.json
+// and holding `needle`.
+inline void expect_load_error(const std::string& text, const std::string& needle) {
+    try {
+        parse_model_config(text, "DIR/config.json");
+        FAIL() << "accepted: " << text;
+    } catch (const LoadError& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("DIR/config.json"), std::string::npos) << e.what();
+    }
+}
 
 inline std::string source_dir() { const char* env = std::getenv("TF_SOURCE_DIR"); return env && *env ? env : TF_SOURCE_DIR_FOR_TESTS; }
 inline std::string tinycode_dir() { return source_dir() + "/models/tinycode"; }
