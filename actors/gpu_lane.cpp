@@ -141,7 +141,8 @@ void solo_step(Self self) {
     engine::Landing landing = engine::land_verdict(stream, s.driver->run().front());
     ++s.metrics.lone_rounds_total;
     if (landing.copy_verified && solo.writer) {
-        self->send(solo.writer, outcome_atom::value, CopyOutcome{stream.draft(), stream.last_landed_drafts()});
+        self->send(solo.writer, outcome_atom::value,
+                   CopyOutcome{stream.draft(), stream.last_landed_drafts(), stream.last_displaced_landed()});
     }
     engine::StreamUpdate& update = landing.update;
     StreamEvent event{std::move(update.tokens), std::move(update.text), update.finish, 0, {},

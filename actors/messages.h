@@ -79,16 +79,13 @@ struct Release {
 };
 
 // A record lookup for a stream's copy window (runs Drafter::record_draft).
-struct DraftQuery {
-    std::vector<uint32_t> tail;
-    int32_t room = 0;
-    double own_expected = 0;
-};
+using DraftQuery = engine::CopyQuery;
 
 // How a record copy landed (Drafter::record_outcome, on the writer).
 struct CopyOutcome {
     engine::Draft draft;
     int32_t landed = 0;
+    int32_t own_displaced = 0;  // own-draft tokens that would have landed instead
 };
 
 using reader_actor = caf::typed_actor<caf::replies_to<draft_atom, DraftQuery>::with<engine::Draft>>;

@@ -11,9 +11,7 @@ namespace {
 // The self pointer comes first: CAF takes a leading pointer argument for it.
 reader_actor::behavior_type reader(reader_actor::pointer, recall::Record* record, engine::CostCurve cost) {
     return {
-        [record, cost](draft_atom, DraftQuery& query) {
-            return engine::Drafter::record_draft(*record, cost, query.tail, query.room, query.own_expected);
-        },
+        [record, cost](draft_atom, DraftQuery& query) { return engine::Drafter::record_draft(*record, cost, query); },
     };
 }
 
@@ -32,7 +30,7 @@ writer_actor::behavior_type writer(writer_actor::pointer, recall::Record* record
             log_record(*record, "add");
         },
         [record](outcome_atom, CopyOutcome& outcome) {
-            engine::Drafter::record_outcome(*record, outcome.draft, outcome.landed);
+            engine::Drafter::record_outcome(*record, outcome.draft, outcome.landed, outcome.own_displaced);
         },
         [record](erase_atom) {
             recall::EraseResult result = record->erase_all();

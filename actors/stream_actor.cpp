@@ -67,13 +67,12 @@ void next_round(Self self) {
     if (room <= 0 || s.options.readers.empty() || !stream.offer_state().may_ask_record()) {
         return send_rows(self, std::move(own));
     }
-    DraftQuery query{engine::Drafter::lookup_tail(stream), room, stream.offer_state().own_expected_landed()};
     const reader_actor& reader = s.options.readers[s.options.handle % s.options.readers.size()];
-    self->request(reader, caf::infinite, draft_atom::value, std::move(query))
+    self->request(reader, caf::infinite, draft_atom::value, drafter.copy_query(stream, room))
         .then(
             [self, own](engine::Draft copy) mutable {
                 if (self->state.cancelled) return cancelled(self);
-                send_rows(self, copy.source == engine::DraftSource::record ? std::move(copy) : std::move(own));
+                send_rows(self, engine::Drafter::choose(std::move(own), std::move(copy)));
             },
             [self, own](caf::error&) mutable {
                 // A reader that failed costs this round its copy, nothing more.
@@ -125,7 +124,7 @@ stream_actor::behavior_type stream_behavior(Self self, StreamOptions options) {
             engine::Landing landing = engine::land_verdict(stream, verdict);
             if (landing.copy_verified && s.options.writer) {
                 self->send(s.options.writer, outcome_atom::value,
-                           CopyOutcome{stream.draft(), stream.last_landed_drafts()});
+                           CopyOutcome{stream.draft(), stream.last_landed_drafts(), stream.last_displaced_landed()});
             }
             engine::StreamUpdate& update = landing.update;
             after_round(self,

@@ -108,13 +108,23 @@ double expected_landed(double p, int32_t k) {
 }
 
 int32_t best_window(const CostCurve& curve, double p, int32_t max_tokens) {
+    return best_shared_window(curve, p, max_tokens, SharedRound{}, 0.0);
+}
+
+int32_t best_shared_window(const CostCurve& curve, double p, int32_t max_tokens, SharedRound others,
+                           double max_slowdown) {
+    const int32_t base_rows = std::max(0, others.rows) + 1;
+    const double base_cost = curve.relative(base_rows);
+    const double cost_limit = others.rows > 0 ? base_cost * (1.0 + max_slowdown) : HUGE_VAL;
     int32_t best = 0;
-    double best_rate = 1.0 / curve.relative(1);
+    double best_rate = 1.0 / base_cost;
     double landed = 0, term = 1;
     for (int32_t k = 1; k <= max_tokens; ++k) {
+        const double cost = curve.relative(base_rows + k);
+        if (cost > cost_limit) break;  // the curve never falls: longer is dearer still
         term *= p;
         landed += term;
-        const double rate = (1.0 + landed) / curve.relative(1 + k);
+        const double rate = (1.0 + landed) / cost;
         if (rate > best_rate) {
             best_rate = rate;
             best = k;

@@ -80,4 +80,20 @@ double expected_landed(double p, int32_t k);
 // (1 + expected_landed(p, k)) / cost(1 + k). Ties go to the shorter draft.
 int32_t best_window(const CostCurve& curve, double p, int32_t max_tokens);
 
+// The other streams' part of the round a draft joins: their decode rows.
+struct SharedRound {
+    int32_t rows = 0;
+};
+
+// A draft's window in a round it shares. Its rows are priced at what they
+// add to that round: the k that maximizes the stream's tokens per unit of
+// the round's relative cost, (1 + expected_landed(p, k)) divided by
+// cost(others.rows + 1 + k) / cost(others.rows + 1). Where the curve is flat,
+// beside many rows, extra rows are nearly free. When others are in the
+// round, the draft may also not make it slower than (1 + max_slowdown)
+// times the round without the draft: their tokens wait for every row. With
+// no others this is best_window.
+int32_t best_shared_window(const CostCurve& curve, double p, int32_t max_tokens, SharedRound others,
+                           double max_slowdown);
+
 }  // namespace tf::engine

@@ -6,6 +6,8 @@
 // A record copy needs a match of at least 16 tokens and must be expected to
 // land strictly more than the stream's recent own drafts; the own context is
 // consulted first and keeps the draft on a tie (docs/recall.md, "Offer policy").
+// A copy's window is priced by the round it joins: the other streams' rows
+// of the stream's last round stand for the next one.
 //
 // The record-wide policy lives in recall::Record::offers() (thread-safe);
 // each stream carries its own recall::StreamOfferState.
@@ -22,6 +24,23 @@ struct DrafterOptions {
     int32_t max_draft = 32;           // longest window, in tokens
     bool own_context = true;          // draft from the stream's own context
     int32_t own_context_tokens = 32;  // longest own-context draft (serve --draft-tokens)
+    // A record copy sharing its round with other streams may make that round
+    // at most this much slower (0.2: 20%) than it would be without the copy.
+    double copy_max_slowdown = 0.2;
+};
+
+// Everything a record lookup needs from the stream it drafts for, so that
+// the lookup can run wherever the record is (a reader actor).
+struct CopyQuery {
+    std::vector<uint32_t> tail;  // the stream's last tokens, at most Drafter::kLookupTail
+    int32_t room = 0;            // most draft tokens this round
+    double own_expected = 0;     // tokens its own drafts landed per round lately
+    recall::CopyHistory history = recall::CopyHistory::first;
+    SharedRound others;         // the rest of the round the copy will join
+    double max_slowdown = 0.2;  // DrafterOptions::copy_max_slowdown
+    // What the own context would draft here, up to the room (empty when it
+    // has no match): a record continuation it already holds adds nothing.
+    std::vector<TokenId> own_continuation;
 };
 
 class Drafter {
@@ -42,8 +61,15 @@ public:
     Draft own_context_draft(Stream& stream, int32_t room) const;
     bool may_ask_record(Stream& stream) const { return record_ && stream.offer_state().may_ask_record(); }
     static std::vector<uint32_t> lookup_tail(const Stream& stream);
-    static Draft record_draft(recall::Record& record, const CostCurve& cost, std::span<const uint32_t> tail,
-                              int32_t room, double own_expected);
+    CopyQuery copy_query(const Stream& stream, int32_t room) const;
+    // The record's copy for the query, or an empty draft. No copy when the
+    // own context already holds the same continuation (counted on the
+    // record), else as the offer policy decides, with the window priced by
+    // the round the copy joins (draft_window.h, best_shared_window).
+    static Draft record_draft(recall::Record& record, const CostCurve& cost, const CopyQuery& query);
+    // The round's draft: the copy when there is one (noting the own draft
+    // it displaces), else the own draft.
+    static Draft choose(Draft own, Draft copy);
     static void stream_outcome(Stream& stream);
 
     // Grafted lanes: the record's continuation as a second branch of the
@@ -52,7 +78,9 @@ public:
     // round (docs/recall.md, "Offer policy"). Empty when the stream does not
     // ask this round or the record has no match; `asked` says whether it asked.
     Draft graft_draft(Stream& stream, int32_t room, bool* asked) const;
-    static void record_outcome(recall::Record& record, const Draft& draft, int32_t landed_drafts);
+    // own_displaced: Stream::last_displaced_landed() of the copy's round.
+    static void record_outcome(recall::Record& record, const Draft& draft, int32_t landed_drafts,
+                               int32_t own_displaced);
 
     const CostCurve& cost() const { return cost_; }
     recall::Record* record() const { return record_; }

@@ -71,7 +71,8 @@ StreamUpdate Lanes::land_stream(Stream& stream, const Verdict& verdict) {
     // On one thread the record-wide policy learns the outcome at once; the
     // actors send it to the recall writer instead.
     if (landing.copy_verified && drafter_.record()) {
-        Drafter::record_outcome(*drafter_.record(), stream.draft(), stream.last_landed_drafts());
+        Drafter::record_outcome(*drafter_.record(), stream.draft(), stream.last_landed_drafts(),
+                                stream.last_displaced_landed());
     }
     return std::move(landing.update);
 }
@@ -87,7 +88,12 @@ StreamUpdate Lanes::land_graft(const Graft& graft, int32_t* graft_landed) {
     // ties. The driver already cut each branch back to what it landed.
     const bool branch_wins = branch_verdict.landed_drafts > own_verdict.landed_drafts;
     backend_.close_stream(branch_wins ? stream.kv() : branch.kv);
-    if (branch_wins) stream.take_branch(branch, graft.draft, branch.kv);
+    if (branch_wins) {
+        // The own branch ran too, so what the copy displaced is known exactly.
+        Draft winner = graft.draft;
+        winner.displaced = driver_.part(graft.main).draft;
+        stream.take_branch(branch, std::move(winner), branch.kv);
+    }
     return land_stream(stream, branch_wins ? branch_verdict : own_verdict);
 }
 

@@ -101,6 +101,13 @@ const std::vector<Verdict>& RoundDriver::run() {
         const int32_t keep = kv_after(part, verdict);
         if (backend_.stream_length(part.kv) > keep) backend_.truncate(part.kv, keep);
     }
+    // Each stream learns the round's shape from its verdict: it prices its
+    // next copy window by the rows the other streams bring (drafter.h).
+    int32_t decode_rows = 0;
+    for (const StreamRows& part : parts_) {
+        if (!part.prefill) decode_rows += static_cast<int32_t>(part.rows.size());
+    }
+    for (Verdict& verdict : verdicts_) verdict.round_rows = decode_rows;
     return verdicts_;
 }
 

@@ -134,6 +134,8 @@ void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
         return;
     }
     kv_length_ = kv_after(sent, verdict);
+    const int32_t own_rows = sent.prefill ? 0 : static_cast<int32_t>(sent.rows.size());
+    others_last_round_ = SharedRound{std::max(0, verdict.round_rows - own_rows)};
     if (sent.prefill) {
         if (sent.samples) {
             if (!verdict.logprobs.empty()) update.logprobs.push_back(verdict.logprobs.front());
@@ -149,6 +151,7 @@ void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
         const auto drafted = static_cast<int32_t>(draft_.tokens.size());
         const int32_t landed = verdict.landed_drafts;
         last_landed_drafts_ = landed;
+        last_displaced_landed_ = 0;
         verified_last_round_ = true;
         ++counters_.rounds;
         if (draft_.source == DraftSource::own_context) {
@@ -159,6 +162,13 @@ void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
             counters_.copies_offered += 1;
             counters_.copy_drafted += drafted;
             counters_.copy_landed += landed;
+            // The own draft the copy displaced: its tokens would have landed
+            // as far as they agree with what the model sampled.
+            const std::vector<TokenId>& own = draft_.displaced;
+            const auto agreed =
+                std::mismatch(own.begin(), own.end(), verdict.tokens.begin(), verdict.tokens.end()).first - own.begin();
+            last_displaced_landed_ = static_cast<int32_t>(agreed);
+            if (!own.empty()) own_rate_.record(static_cast<int32_t>(own.size()), last_displaced_landed_);
         }
     }
     if (sent.prefill && sent.samples) pending_ = verdict.tokens.front();

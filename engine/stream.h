@@ -34,6 +34,10 @@ struct Draft {
     DraftSource source = DraftSource::none;
     int32_t match_length = 0;  // tokens of the context the source matched
     std::vector<TokenId> tokens;
+    // A record copy: the stream's copy history it was judged by, and the
+    // own-context draft it took the place of (what the copy costs if it misses).
+    recall::CopyHistory history = recall::CopyHistory::first;
+    std::vector<TokenId> displaced;
 };
 
 // What one round did for a stream, for the caller to pass on.
@@ -65,6 +69,7 @@ public:
     const DraftCounters& counters() const { return counters_; }
     LandingRate& own_rate() { return own_rate_; }
     recall::StreamOfferState& offer_state() { return offer_state_; }
+    const recall::StreamOfferState& offer_state() const { return offer_state_; }
 
     // The most draft tokens this stream can use now: room in its KV cache
     // and in its max_tokens.
@@ -99,6 +104,14 @@ public:
     // The draft of the round in flight (for statistics after landing).
     const Draft& draft() const { return draft_; }
     int32_t last_landed_drafts() const { return last_landed_drafts_; }
+    // A record copy's round: how many tokens of the own-context draft it
+    // displaced would have landed (a lower bound when that draft was
+    // longer than what the round confirmed).
+    int32_t last_displaced_landed() const { return last_displaced_landed_; }
+    // The rest of the last round this stream took part in: the other
+    // streams' decode rows (RoundDriver). The next
+    // round is expected to look alike; a copy's window is priced by it.
+    SharedRound others_last_round() const { return others_last_round_; }
     // True when the round just landed verified a decode row (not prefill).
     bool verified_last_round() const { return verified_last_round_; }
 
@@ -120,6 +133,8 @@ private:
     TokenId pending_ = -1;
     Draft draft_;
     int32_t last_landed_drafts_ = 0;
+    int32_t last_displaced_landed_ = 0;
+    SharedRound others_last_round_;
     std::vector<TokenId> reply_;
     ContextIndex context_;
     LandingRate own_rate_;

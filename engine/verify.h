@@ -47,6 +47,9 @@ struct Verdict {
     std::vector<TokenId> tokens;  // landed drafts, then the round's own token
     int32_t landed_drafts = 0;
     std::vector<TokenLogprob> logprobs;  // one per token when the rows asked (StreamRows::logprobs)
+    // The decode rows of the whole round this verdict came from, every
+    // stream's together (prompt chunks left out).
+    int32_t round_rows = 0;
 };
 
 // sampled: the tokens sampled after the pending token and each draft token

@@ -90,6 +90,42 @@ std::string render_metrics(const actors::ServiceMetrics& service, const actors::
                   "Tokens of the record's copies that landed, by match length; reset by DELETE /v1/recall.",
                   d(bucket.tokens_landed), match);
     }
+    // The same copies split by how the stream's earlier copies in its reply
+    // landed (recall/policy.h, CopyHistory), with the per-token landing
+    // probability that sizes the next copy's window.
+    auto each_history = [&](auto&& emit) {
+        for (size_t b = 0; b < recall::kMatchBuckets; ++b) {
+            for (size_t h = 0; h < recall::kCopyHistories; ++h) {
+                const Labels labels = {{"match", recall::to_string(static_cast<recall::MatchBucket>(b))},
+                                       {"history", recall::to_string(static_cast<recall::CopyHistory>(h))}};
+                emit(s.landing.by_history[b][h], labels);
+            }
+        }
+    };
+    each_history([&](const recall::BucketLanding& cell, const Labels& labels) {
+        m.counter("tensorfold_recall_history_copies_offered_total",
+                  "Copies the record offered, by match length and by how the stream's previous copy in its reply "
+                  "landed (first, after_whole, after_short); reset by DELETE /v1/recall.",
+                  d(cell.copies_offered), labels);
+    });
+    each_history([&](const recall::BucketLanding& cell, const Labels& labels) {
+        m.counter("tensorfold_recall_history_copy_tokens_landed_total",
+                  "Tokens of those copies that landed, by match length and history; reset by DELETE /v1/recall.",
+                  d(cell.tokens_landed), labels);
+    });
+    each_history([&](const recall::BucketLanding& cell, const Labels& labels) {
+        m.gauge("tensorfold_recall_copy_landing_probability",
+                "Per-token landing probability the next copy's window is sized by, by match length and history.",
+                cell.landing_probability, labels);
+    });
+    m.counter("tensorfold_recall_own_tokens_displaced_total",
+              "Own-context draft tokens that would have landed in the rounds record copies took: what the copies "
+              "cost; reset by DELETE /v1/recall.",
+              d(s.landing.own_tokens_displaced));
+    m.counter("tensorfold_recall_copies_same_as_own_total",
+              "Record matches left unused because the stream's own context drafts the same tokens; reset by "
+              "DELETE /v1/recall.",
+              d(s.landing.copies_same_as_own));
     m.counter("tensorfold_own_draft_tokens_drafted_total", "Draft tokens from the stream's own context verified.",
               d(service.drafts.own_drafted));
     m.counter("tensorfold_own_draft_tokens_landed_total", "Draft tokens from the stream's own context that landed.",

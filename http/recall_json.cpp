@@ -13,6 +13,20 @@ json landing_rate(uint64_t landed, uint64_t drafted) {
     return drafted == 0 ? json(nullptr) : json(static_cast<double>(landed) / static_cast<double>(drafted));
 }
 
+// One bucket's (or one history's) landing figures, named by `key`: `name`.
+json landing_json(const char* key, const char* name, const recall::BucketLanding& landing) {
+    return {{key, name},
+            {"copies_offered", landing.copies_offered},
+            {"copies_missed", landing.copies_missed},
+            {"copies_whole", landing.copies_whole},
+            {"tokens_drafted", landing.tokens_drafted},
+            {"tokens_landed", landing.tokens_landed},
+            {"own_tokens_displaced", landing.own_tokens_displaced},
+            {"landing_rate", landing_rate(landing.tokens_landed, landing.tokens_drafted)},
+            {"landing_probability", landing.landing_probability},
+            {"expected_landed", landing.expected_landed}};
+}
+
 }  // namespace
 
 std::string recall_report_json(const actors::RecallReport& report) {
@@ -25,14 +39,14 @@ std::string recall_report_json(const actors::RecallReport& report) {
     const recall::LandingSnapshot& landing = s.landing;
     json buckets = json::array();
     for (size_t b = 0; b < recall::kMatchBuckets; ++b) {
-        const recall::BucketLanding& bucket = landing.buckets[b];
-        buckets.push_back({{"match", recall::to_string(static_cast<recall::MatchBucket>(b))},
-                           {"copies_offered", bucket.copies_offered},
-                           {"copies_missed", bucket.copies_missed},
-                           {"tokens_drafted", bucket.tokens_drafted},
-                           {"tokens_landed", bucket.tokens_landed},
-                           {"landing_rate", landing_rate(bucket.tokens_landed, bucket.tokens_drafted)},
-                           {"expected_landed", bucket.expected_landed}});
+        json entry = landing_json("match", recall::to_string(static_cast<recall::MatchBucket>(b)), landing.buckets[b]);
+        json by_history = json::array();
+        for (size_t h = 0; h < recall::kCopyHistories; ++h) {
+            by_history.push_back(landing_json("history", recall::to_string(static_cast<recall::CopyHistory>(h)),
+                                              landing.by_history[b][h]));
+        }
+        entry["by_history"] = std::move(by_history);
+        buckets.push_back(std::move(entry));
     }
     body["state"] = recall::to_string(s.state);
     body["dir"] = s.dir;
@@ -58,6 +72,8 @@ std::string recall_report_json(const actors::RecallReport& report) {
     body["tokens_drafted"] = landing.tokens_drafted;
     body["tokens_landed"] = landing.tokens_landed;
     body["landing_rate"] = landing_rate(landing.tokens_landed, landing.tokens_drafted);
+    body["own_tokens_displaced"] = landing.own_tokens_displaced;
+    body["copies_same_as_own"] = landing.copies_same_as_own;
     body["buckets"] = std::move(buckets);
     body["last_error"] = s.last_error.empty() ? json(nullptr) : json(s.last_error);
     return body.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -19,10 +19,36 @@ const char* to_string(MatchBucket bucket) {
     return "?";
 }
 
+const char* to_string(CopyHistory history) {
+    switch (history) {
+        case CopyHistory::first: return "first";
+        case CopyHistory::after_whole: return "after_whole";
+        case CopyHistory::after_short: return "after_short";
+    }
+    return "?";
+}
+
+namespace {
+
+double geometric_probability(double landed, double short_copies) {
+    return std::clamp(landed / (landed + short_copies), 0.05, 0.99);
+}
+
+}  // namespace
+
 OfferPolicy::OfferPolicy() { reset(); }
 
 void OfferPolicy::reset() {
-    for (BucketLanding& bucket : buckets_) bucket = BucketLanding{.expected_landed = kPriorLanded};
+    const BucketLanding fresh{.expected_landed = kPriorLanded, .landing_probability = kPriorProbability};
+    // The prior is worth ten tokens: nine that landed and one copy cut short.
+    const RateCounts prior{.landed = 9, .short_copies = 1};
+    buckets_.fill(fresh);
+    bucket_rates_.fill(prior);
+    for (size_t b = 0; b < kMatchBuckets; ++b) {
+        cells_[b].fill(fresh);
+        cell_rates_[b].fill(RateCounts{});
+    }
+    copies_same_as_own_ = 0;
     miss_streak_ = 0;
     keep_missing_ = false;
     probe_spacing_ = kFirstProbeSpacing;
@@ -35,7 +61,21 @@ double OfferPolicy::expected_landed(uint32_t match_length) const {
     return buckets_[static_cast<size_t>(bucket_of(match_length))].expected_landed;
 }
 
-OfferKind OfferPolicy::decide(uint32_t match_length, double own_expected_landed, uint32_t continuation_length) {
+const BucketLanding& OfferPolicy::cell(uint32_t match_length, CopyHistory history) const {
+    return cells_[static_cast<size_t>(bucket_of(match_length))][static_cast<size_t>(history)];
+}
+
+double OfferPolicy::expected_landed(uint32_t match_length, CopyHistory history) const {
+    const BucketLanding& by_history = cell(match_length, history);
+    return by_history.copies_offered >= kHistoryMinCopies ? by_history.expected_landed : expected_landed(match_length);
+}
+
+double OfferPolicy::landing_probability(uint32_t match_length, CopyHistory history) const {
+    return cell(match_length, history).landing_probability;
+}
+
+OfferKind OfferPolicy::decide(uint32_t match_length, CopyHistory history, double own_expected_landed,
+                              uint32_t continuation_length) {
     if (match_length < 16 || continuation_length == 0) return OfferKind::none;
     const double cap = static_cast<double>(continuation_length);
     if (keep_missing_) {
@@ -53,19 +93,40 @@ OfferKind OfferPolicy::decide(uint32_t match_length, double own_expected_landed,
     // lately" — strictly more: "The stream's own context ... wins ties", and
     // "A copy that misses costs its round the drafts it took the place of",
     // so a copy must beat what the own drafts would land.
-    const double expected = std::min(expected_landed(match_length), cap);
+    const double expected = std::min(expected_landed(match_length, history), cap);
     return expected > own_expected_landed ? OfferKind::copy : OfferKind::none;
 }
 
-void OfferPolicy::record_outcome(uint32_t match_length, uint32_t drafted, uint32_t landed) {
+void OfferPolicy::record_outcome(uint32_t match_length, CopyHistory history, uint32_t drafted, uint32_t landed,
+                                 uint32_t own_displaced) {
     if (match_length < 16) return;
     landed = std::min(landed, drafted);
-    BucketLanding& bucket = buckets_[static_cast<size_t>(bucket_of(match_length))];
-    ++bucket.copies_offered;
-    bucket.tokens_drafted += drafted;
-    bucket.tokens_landed += landed;
-    if (landed == 0) ++bucket.copies_missed;
-    bucket.expected_landed += (static_cast<double>(landed) - bucket.expected_landed) * kDecay;
+    const auto b = static_cast<size_t>(bucket_of(match_length));
+    const auto h = static_cast<size_t>(history);
+    const bool whole = drafted > 0 && landed == drafted;
+    auto count = [&](BucketLanding& landing, RateCounts& rate) {
+        ++landing.copies_offered;
+        landing.tokens_drafted += drafted;
+        landing.tokens_landed += landed;
+        if (landed == 0) ++landing.copies_missed;
+        if (whole) ++landing.copies_whole;
+        landing.own_tokens_displaced += own_displaced;
+        landing.expected_landed += (static_cast<double>(landed) - landing.expected_landed) * kDecay;
+        rate.landed = rate.landed * kRateDecay + landed;
+        rate.short_copies = rate.short_copies * kRateDecay + (whole ? 0.0 : 1.0);
+    };
+    count(buckets_[b], bucket_rates_[b]);
+    count(cells_[b][h], cell_rates_[b][h]);
+    buckets_[b].landing_probability = geometric_probability(bucket_rates_[b].landed, bucket_rates_[b].short_copies);
+    // A history's probability leans on its bucket's, worth kBucketWeight
+    // tokens, until its own copies outweigh that. Every history of the
+    // bucket is refreshed, since the bucket's share of each just moved.
+    for (size_t other = 0; other < kCopyHistories; ++other) {
+        const RateCounts& own = cell_rates_[b][other];
+        const double p = buckets_[b].landing_probability;
+        cells_[b][other].landing_probability =
+            geometric_probability(own.landed + kBucketWeight * p, own.short_copies + kBucketWeight * (1 - p));
+    }
 
     const bool was_probe = keep_missing_ && probes_in_flight_ > 0;
     if (was_probe) --probes_in_flight_;
@@ -73,7 +134,10 @@ void OfferPolicy::record_outcome(uint32_t match_length, uint32_t drafted, uint32
         if (keep_missing_) {
             // Copies land again: the record is trusted afresh.
             keep_missing_ = false;
-            for (BucketLanding& b : buckets_) b.expected_landed = std::max(b.expected_landed, kPriorLanded);
+            for (size_t i = 0; i < kMatchBuckets; ++i) {
+                buckets_[i].expected_landed = std::max(buckets_[i].expected_landed, kPriorLanded);
+                for (BucketLanding& c : cells_[i]) c.expected_landed = std::max(c.expected_landed, kPriorLanded);
+            }
         }
         miss_streak_ = 0;
         probe_spacing_ = kFirstProbeSpacing;
@@ -98,11 +162,14 @@ void OfferPolicy::record_outcome(uint32_t match_length, uint32_t drafted, uint32
 LandingSnapshot OfferPolicy::snapshot() const {
     LandingSnapshot s;
     s.buckets = buckets_;
+    s.by_history = cells_;
     for (const BucketLanding& b : buckets_) {
         s.copies_offered += b.copies_offered;
         s.tokens_drafted += b.tokens_drafted;
         s.tokens_landed += b.tokens_landed;
+        s.own_tokens_displaced += b.own_tokens_displaced;
     }
+    s.copies_same_as_own = copies_same_as_own_;
     s.probes_offered = probes_offered_;
     s.copies_keep_missing = keep_missing_;
     s.probe_spacing = keep_missing_ ? probe_spacing_ : 0;
@@ -116,10 +183,11 @@ void StreamOfferState::start_round() {
     if (leaving_alone_) --rounds_to_leave_alone_;
 }
 
-void StreamOfferState::record_copy_outcome(uint32_t landed) {
+void StreamOfferState::record_copy_outcome(uint32_t drafted, uint32_t landed) {
     // A copy that landed nothing keeps this stream away from the record for
     // the next four rounds, not counting this one (docs/recall.md, "Offer policy").
     if (landed == 0) rounds_to_leave_alone_ = kLeaveAloneRounds;
+    history_ = drafted > 0 && landed >= drafted ? CopyHistory::after_whole : CopyHistory::after_short;
 }
 
 void StreamOfferState::record_own_drafts(uint32_t landed) {

@@ -16,17 +16,25 @@
 //  - a grafted lane consults the record every round while its grafts are
 //    landing and only every eighth round when they are not.
 //
+// Within each match-length bucket the statistics are also kept apart by how
+// the asking stream's earlier copies in the same reply landed (CopyHistory):
+// a reply being regenerated whole keeps landing its copies whole, while a
+// copy cut short by a renamed identifier predicts the next one is cut short
+// too. A history's own figures are used once it has seen a few copies; until
+// then the bucket's stand in.
+//
 // Two small pure classes, deterministic (no clocks, no randomness):
-//  - OfferPolicy, one per record: per match-length bucket, how copies landed
-//    and how many tokens a copy is expected to land; the "copies keep
-//    missing" state and its probes. DELETE resets it.
+//  - OfferPolicy, one per record: per match-length bucket and history, how
+//    copies landed and how many tokens a copy is expected to land; the
+//    "copies keep missing" state and its probes. DELETE resets it.
 //  - StreamOfferState, one per stream: the four-round leave-alone, the
-//    stream's own drafts' recent landing, and the grafted-lane cadence.
+//    stream's own drafts' recent landing, its copies' history and the
+//    grafted-lane cadence.
 // The engine, per round of a stream: start_round(); its own context first;
 // then, if may_ask_record() (or grafted_may_ask() on a grafted lane), a
-// record lookup; with a match, OfferPolicy::decide(match length,
-// own_expected_landed(), continuation length); after verification,
-// record_outcome() on the policy and record_copy_outcome() on the stream.
+// record lookup; with a match, OfferPolicy::decide(match length, history,
+// own_expected_landed(), window); after verification, record_outcome() on
+// the policy and record_copy_outcome() on the stream.
 //
 // OfferPolicy and StreamOfferState are not thread-safe; SharedOfferPolicy
 // wraps an OfferPolicy in a mutex for a record shared by many streams.
@@ -46,19 +54,41 @@ inline constexpr size_t kMatchBuckets = 3;
 MatchBucket bucket_of(uint32_t match_length);
 const char* to_string(MatchBucket bucket);  // "16-31", "32-63", "64+"
 
+// How the stream's copies earlier in the same reply landed.
+enum class CopyHistory {
+    first = 0,        // no copy of this reply verified yet
+    after_whole = 1,  // the last one landed every token it drafted
+    after_short = 2,  // the last one stopped short (or landed nothing)
+};
+inline constexpr size_t kCopyHistories = 3;
+const char* to_string(CopyHistory history);  // "first", "after_whole", "after_short"
+
 struct BucketLanding {
     uint64_t copies_offered = 0;  // copies verified (record_outcome calls)
     uint64_t tokens_drafted = 0;
     uint64_t tokens_landed = 0;
     uint64_t copies_missed = 0;   // copies that landed nothing
-    double expected_landed = 0;   // tokens the next copy is expected to land
+    uint64_t copies_whole = 0;    // copies that landed every token
+    // Tokens the stream's own drafts would have landed in the rounds these
+    // copies took: what the copies cost (docs/recall.md, "Offer policy").
+    uint64_t own_tokens_displaced = 0;
+    double expected_landed = 0;  // tokens the next copy is expected to land
+    // Per-token landing probability of the next copy (each token lands given
+    // the one before did), from recent copies; it sizes the copy's window.
+    double landing_probability = 0;
 };
 
 struct LandingSnapshot {
     std::array<BucketLanding, kMatchBuckets> buckets;
+    // The same copies split by history: by_history[bucket][history].
+    std::array<std::array<BucketLanding, kCopyHistories>, kMatchBuckets> by_history;
     uint64_t copies_offered = 0;  // sums over the buckets
     uint64_t tokens_drafted = 0;
     uint64_t tokens_landed = 0;
+    uint64_t own_tokens_displaced = 0;
+    // Record matches not offered because the stream's own context already
+    // drafts the same tokens.
+    uint64_t copies_same_as_own = 0;
     uint64_t probes_offered = 0;
     bool copies_keep_missing = false;
     uint32_t probe_spacing = 0;  // asks between probes while copies keep missing
@@ -86,6 +116,15 @@ class OfferPolicy {
     // cap; a copy that lands ends the spell.
     static constexpr uint32_t kFirstProbeSpacing = 8;
     static constexpr uint32_t kMaxProbeSpacing = 1u << 16;
+    // A history's own figures stand in for its bucket's once it has seen
+    // this many copies.
+    static constexpr uint64_t kHistoryMinCopies = 4;
+    // Per-token landing probability: a fresh estimate, the decay of each
+    // older copy's weight, and the weight of the bucket's probability in a
+    // history's estimate (in tokens).
+    static constexpr double kPriorProbability = 0.9;
+    static constexpr double kRateDecay = 0.95;
+    static constexpr double kBucketWeight = 8.0;
 
     OfferPolicy();
 
@@ -96,19 +135,34 @@ class OfferPolicy {
     // continuation_length: ids the copy would draft (a copy cannot land more).
     // A copy is offered only when its expected landing is strictly greater:
     // the own context wins ties. Counts the ask toward the next probe.
-    OfferKind decide(uint32_t match_length, double own_expected_landed,
+    // history: how the stream's earlier copies in this reply landed.
+    OfferKind decide(uint32_t match_length, CopyHistory history, double own_expected_landed,
                      uint32_t continuation_length = std::numeric_limits<uint32_t>::max());
+    OfferKind decide(uint32_t match_length, double own_expected_landed,
+                     uint32_t continuation_length = std::numeric_limits<uint32_t>::max()) {
+        return decide(match_length, CopyHistory::first, own_expected_landed, continuation_length);
+    }
     bool should_offer(uint32_t match_length, double own_expected_landed,
                       uint32_t continuation_length = std::numeric_limits<uint32_t>::max()) {
         return decide(match_length, own_expected_landed, continuation_length) != OfferKind::none;
     }
 
     // A copy offered for a match of `match_length` drafted `drafted` tokens
-    // and `landed` of them were accepted by the target model.
-    void record_outcome(uint32_t match_length, uint32_t drafted, uint32_t landed);
+    // and `landed` of them were accepted by the target model; the stream's
+    // own drafts would have landed `own_displaced` in that round.
+    void record_outcome(uint32_t match_length, CopyHistory history, uint32_t drafted, uint32_t landed,
+                        uint32_t own_displaced = 0);
+    void record_outcome(uint32_t match_length, uint32_t drafted, uint32_t landed) {
+        record_outcome(match_length, CopyHistory::first, drafted, landed);
+    }
+    // A record match was left unused: the own context drafts the same tokens.
+    void note_same_as_own() { ++copies_same_as_own_; }
 
     // The tokens a copy for a match of this length is expected to land.
     double expected_landed(uint32_t match_length) const;
+    double expected_landed(uint32_t match_length, CopyHistory history) const;
+    // The per-token landing probability that sizes such a copy's window.
+    double landing_probability(uint32_t match_length, CopyHistory history) const;
     bool copies_keep_missing() const { return keep_missing_; }
     LandingSnapshot snapshot() const;
     // Forgets all landing statistics and the distrust state, as a DELETE
@@ -116,13 +170,25 @@ class OfferPolicy {
     void reset();
 
    private:
-    std::array<BucketLanding, kMatchBuckets> buckets_;
-    uint32_t miss_streak_ = 0;
-    bool keep_missing_ = false;
-    uint32_t probe_spacing_ = kFirstProbeSpacing;
-    uint32_t asks_since_probe_ = 0;
-    uint32_t probes_in_flight_ = 0;
-    uint64_t probes_offered_ = 0;
+       // Decayed geometric counts behind landing_probability: tokens that
+       // landed, and copies that stopped short.
+       struct RateCounts {
+           double landed = 0;
+           double short_copies = 0;
+       };
+       const BucketLanding& cell(uint32_t match_length, CopyHistory history) const;
+
+       std::array<BucketLanding, kMatchBuckets> buckets_;
+       std::array<std::array<BucketLanding, kCopyHistories>, kMatchBuckets> cells_;
+       std::array<RateCounts, kMatchBuckets> bucket_rates_;
+       std::array<std::array<RateCounts, kCopyHistories>, kMatchBuckets> cell_rates_;
+       uint64_t copies_same_as_own_ = 0;
+       uint32_t miss_streak_ = 0;
+       bool keep_missing_ = false;
+       uint32_t probe_spacing_ = kFirstProbeSpacing;
+       uint32_t asks_since_probe_ = 0;
+       uint32_t probes_in_flight_ = 0;
+       uint64_t probes_offered_ = 0;
 };
 
 // One stream's side of the policy.
@@ -142,8 +208,11 @@ class StreamOfferState {
     // land (and in its first round), else every eighth round.
     bool grafted_may_ask() const { return grafts_landing_ || rounds_since_graft_ask_ >= kGraftIdleCadence; }
 
-    // The record copy offered this round landed `landed` tokens.
-    void record_copy_outcome(uint32_t landed);
+    // The record copy offered this round drafted `drafted` tokens and
+    // landed `landed` of them.
+    void record_copy_outcome(uint32_t drafted, uint32_t landed);
+    // How this stream's copies so far landed: what its next copy is judged by.
+    CopyHistory copy_history() const { return history_; }
     // The stream's own drafts landed `landed` tokens this round.
     void record_own_drafts(uint32_t landed);
     // A grafted lane asked the record this round; its grafts landed `landed`
@@ -162,23 +231,40 @@ class StreamOfferState {
     double own_expected_ = 0;
     bool grafts_landing_ = true;
     uint32_t rounds_since_graft_ask_ = 0;
+    CopyHistory history_ = CopyHistory::first;
 };
 
 // An OfferPolicy behind a mutex: the record's policy, shared by every stream.
 class SharedOfferPolicy {
    public:
+       OfferKind decide(uint32_t match_length, CopyHistory history, double own_expected_landed,
+                        uint32_t continuation_length = std::numeric_limits<uint32_t>::max()) {
+           std::lock_guard lock(mutex_);
+           return policy_.decide(match_length, history, own_expected_landed, continuation_length);
+       }
     OfferKind decide(uint32_t match_length, double own_expected_landed,
                      uint32_t continuation_length = std::numeric_limits<uint32_t>::max()) {
+        return decide(match_length, CopyHistory::first, own_expected_landed, continuation_length);
+    }
+    void record_outcome(uint32_t match_length, CopyHistory history, uint32_t drafted, uint32_t landed,
+                        uint32_t own_displaced = 0) {
         std::lock_guard lock(mutex_);
-        return policy_.decide(match_length, own_expected_landed, continuation_length);
+        policy_.record_outcome(match_length, history, drafted, landed, own_displaced);
     }
     void record_outcome(uint32_t match_length, uint32_t drafted, uint32_t landed) {
+        record_outcome(match_length, CopyHistory::first, drafted, landed);
+    }
+    void note_same_as_own() {
         std::lock_guard lock(mutex_);
-        policy_.record_outcome(match_length, drafted, landed);
+        policy_.note_same_as_own();
     }
     double expected_landed(uint32_t match_length) const {
         std::lock_guard lock(mutex_);
         return policy_.expected_landed(match_length);
+    }
+    double landing_probability(uint32_t match_length, CopyHistory history) const {
+        std::lock_guard lock(mutex_);
+        return policy_.landing_probability(match_length, history);
     }
     LandingSnapshot snapshot() const {
         std::lock_guard lock(mutex_);

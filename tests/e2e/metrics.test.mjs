@@ -91,6 +91,27 @@ test('a regenerated request shows its copies landing in /v1/recall and /metrics'
   const later = await (await fetch(`${server.url}/v1/recall`)).json();
   assert.ok(landed >= report.tokens_landed && landed <= later.tokens_landed, `${landed} ${report.tokens_landed} ${later.tokens_landed}`);
   assert.ok(offered >= report.copies_offered && offered <= later.copies_offered);
+  // Each bucket's copies are split by the stream's copy history; the split
+  // adds up to the bucket, in /v1/recall and in /metrics alike.
+  let byHistory = 0;
+  let afterFirst = 0;
+  for (const bucket of later.buckets) {
+    const histories = bucket.by_history.map((h) => h.history);
+    assert.deepEqual(histories, ['first', 'after_whole', 'after_short']);
+    const sum = bucket.by_history.reduce((n, h) => n + h.copies_offered, 0);
+    assert.equal(sum, bucket.copies_offered, JSON.stringify(bucket));
+    afterFirst += bucket.by_history[1].copies_offered + bucket.by_history[2].copies_offered;
+    for (const h of histories) {
+      byHistory += value(f.tensorfold_recall_history_copies_offered_total, { match: bucket.match, history: h });
+      const p = value(f.tensorfold_recall_copy_landing_probability, { match: bucket.match, history: h });
+      assert.ok(p > 0 && p < 1, `${bucket.match} ${h} ${p}`);
+    }
+  }
+  assert.ok(byHistory >= report.copies_offered && byHistory <= later.copies_offered);
+  // A 64-token reply copied in more than one piece: every piece after the
+  // first was judged by how the one before it landed.
+  if (later.copies_offered >= 2) assert.ok(afterFirst >= 1, JSON.stringify(later.buckets));
+  assert.ok(later.own_tokens_displaced >= 0 && later.copies_same_as_own >= 0);
   const generated = value(f.tensorfold_generation_tokens_total) - value(before.families.tensorfold_generation_tokens_total);
   assert.equal(generated, second.usage.completion_tokens);
   assert.ok(value(f.tensorfold_rounds_total) > 0);

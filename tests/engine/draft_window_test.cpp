@@ -117,6 +117,49 @@ TEST(BestWindow, LongerWhenDraftsLandMore) {
     EXPECT_LT(best_window(curve, 0.6, 63), best_window(curve, 0.95, 63));
 }
 
+// A curve shaped like tinycode's on this machine's 2 cores (bench-model):
+// a fixed cost, then close to linear in the rows.
+CostCurve tinycode_like() {
+    return CostCurve::from_samples({{1, 1.0}, {2, 1.9}, {4, 1.9}, {8, 4.2}, {16, 5.9}, {32, 8.8}, {64, 18.0}}, 128);
+}
+
+TEST(SharedWindow, AloneIsBestWindow) {
+    const CostCurve curve = tinycode_like();
+    for (double p : {0.3, 0.7, 0.9, 0.99}) {
+        EXPECT_EQ(best_shared_window(curve, p, 63, SharedRound{}, 0.2), best_window(curve, p, 63)) << p;
+    }
+}
+
+TEST(SharedWindow, RowsAreNearlyFreeWhereTheCurveIsFlat) {
+    EXPECT_EQ(best_shared_window(CostCurve::flat(128), 0.9, 40, SharedRound{30}, 0.2), 40);
+}
+
+TEST(SharedWindow, BesideManyRowsADraftsRowsCostLessOfTheRound) {
+    // Each row costs 10% of a step. Alone, k rows take the round from 1 to
+    // 1 + 0.1k; beside 40 rows, from 5 to 5 + 0.1k: relatively cheaper.
+    std::vector<double> cost;
+    for (int m = 1; m <= 128; ++m) cost.push_back(1.0 + 0.1 * (m - 1));
+    const CostCurve curve(cost);
+    const int32_t alone = best_shared_window(curve, 0.9, 63, SharedRound{}, 10.0);
+    const int32_t shared = best_shared_window(curve, 0.9, 63, SharedRound{40}, 10.0);
+    EXPECT_GT(shared, alone);
+    // The chosen window maximizes the stream's tokens per unit of the round's cost.
+    auto rate = [&](int32_t k) { return (1 + expected_landed(0.9, k)) / curve.relative(41 + k); };
+    EXPECT_GE(rate(shared), rate(shared + 1));
+    EXPECT_GE(rate(shared), rate(shared - 1));
+}
+
+TEST(SharedWindow, ACopyMayNotSlowItsRoundPastTheBound) {
+    const CostCurve curve = tinycode_like();
+    const SharedRound others{15};  // fifteen streams decoding one row each
+    const int32_t bounded = best_shared_window(curve, 0.99, 63, others, 0.2);
+    const int32_t unbounded = best_shared_window(curve, 0.99, 63, others, 100.0);
+    EXPECT_GT(bounded, 0) << "some rows still fit";
+    EXPECT_LT(bounded, unbounded);
+    EXPECT_LE(curve.relative(16 + bounded), 1.2 * curve.relative(16));
+    EXPECT_GT(curve.relative(17 + bounded), 1.2 * curve.relative(16)) << "the longest window within the bound";
+}
+
 TEST(LandingRate, LearnsFromRounds) {
     LandingRate rate;
     EXPECT_DOUBLE_EQ(rate.probability(), 0.5);

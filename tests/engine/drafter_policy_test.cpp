@@ -137,10 +137,13 @@ TEST_F(DrafterPolicy, ARecordWhoseCopiesKeepMissingStopsOfferingThemApartFromRar
     const std::vector<uint32_t> tail(s_.begin() + 30, s_.begin() + 51);
     std::vector<int> offered_at;
     for (int ask = 0; ask < 200; ++ask) {
-        Draft copy = Drafter::record_draft(*record_, CostCurve::flat(64), tail, 8, 0.0);
+        CopyQuery query;
+        query.tail = tail;
+        query.room = 8;
+        Draft copy = Drafter::record_draft(*record_, CostCurve::flat(64), query);
         if (copy.source == DraftSource::record) {
             offered_at.push_back(ask);
-            Drafter::record_outcome(*record_, copy, 0);  // every copy misses
+            Drafter::record_outcome(*record_, copy, 0, 0);  // every copy misses
         }
     }
     ASSERT_GE(offered_at.size(), 10u);
@@ -150,6 +153,103 @@ TEST_F(DrafterPolicy, ARecordWhoseCopiesKeepMissingStopsOfferingThemApartFromRar
     EXPECT_EQ(gaps.front(), 1);
     EXPECT_GT(gaps.back(), gaps[gaps.size() / 2]) << "probes come rarer while they miss";
     EXPECT_TRUE(record_->offers().snapshot().copies_keep_missing);
+}
+
+// A record continuation the stream's own context already holds adds
+// nothing: the own draft stays, the policy is not asked, the match is counted.
+TEST_F(DrafterPolicy, NoCopyWhereTheOwnContextAlreadyDraftsTheSameTokens) {
+    // The prompt holds S[0..300) and then S[0..50) again: the own context's
+    // continuation of the tail is S[50..], exactly the record's.
+    GenerationRequest spec;
+    spec.prompt.assign(s_.begin(), s_.begin() + 300);
+    spec.prompt.insert(spec.prompt.end(), s_.begin(), s_.begin() + 50);
+    spec.max_tokens = 100;
+    stream_ = std::make_unique<Stream>(3, 0, spec, 0, 4096, nullptr);
+    StreamUpdate update;
+    stream_->next_rows(512, Draft{});
+    stream_->apply(Verdict{{s_[50]}, 0}, update);
+    const recall::LandingSnapshot before = record_->offers().snapshot();
+    Draft draft = drafter_->next_draft(*stream_);
+    EXPECT_EQ(draft.source, DraftSource::own_context);
+    ASSERT_FALSE(draft.tokens.empty());
+    EXPECT_EQ(draft.tokens.front(), s_[51]);
+    const recall::LandingSnapshot after = record_->offers().snapshot();
+    EXPECT_EQ(after.copies_same_as_own, before.copies_same_as_own + 1);
+    EXPECT_EQ(after.probes_offered, before.probes_offered);
+}
+
+// A copy that took the place of an own draft is charged what that draft
+// would have landed: on the stream (its own drafts' recent landing) and on
+// the record (own_tokens_displaced).
+TEST_F(DrafterPolicy, ACopyIsChargedTheOwnDraftTokensItDisplaced) {
+    Draft own;
+    own.source = DraftSource::own_context;
+    own.tokens = {s_[51], s_[52], 7};  // two of these would land
+    CopyQuery query = drafter_->copy_query(*stream_, 8);
+    Draft copy = Drafter::choose(own, Drafter::record_draft(*record_, drafter_->cost(), query));
+    ASSERT_EQ(copy.source, DraftSource::record);
+    EXPECT_EQ(copy.displaced, own.tokens);
+    StreamRows rows = stream_->next_rows(0, copy);
+    Verdict verdict;  // the copy's first four tokens land, then the model's own
+    verdict.landed_drafts = 4;
+    for (size_t i = 51; i <= 55; ++i) verdict.tokens.push_back(s_[i]);
+    StreamUpdate update;
+    stream_->apply(verdict, update);
+    drafter_->after_landing(*stream_);
+    EXPECT_EQ(stream_->last_displaced_landed(), 2);
+    EXPECT_DOUBLE_EQ(stream_->offer_state().own_expected_landed(), 2.0 * recall::StreamOfferState::kOwnDecay);
+    EXPECT_EQ(record_->offers().snapshot().own_tokens_displaced, 2u);
+    EXPECT_EQ(stream_->offer_state().copy_history(), recall::CopyHistory::after_short);
+}
+
+// A copy's window is priced by the round it joins: the other streams' rows
+// of the stream's last round. Beside 40 rows its rows are a smaller share of
+// the round, so the copy runs longer than alone, up to the bound on how
+// much slower it may make that round.
+TEST_F(DrafterPolicy, ACopyBesideOtherStreamsIsPricedByTheirRound) {
+    std::vector<double> cost;
+    for (int m = 1; m <= 128; ++m) cost.push_back(1.0 + 0.1 * (m - 1));
+    auto window = [&](double max_slowdown) {
+        drafter_ = std::make_unique<Drafter>(CostCurve(cost), DrafterOptions{.copy_max_slowdown = max_slowdown},
+                                             record_.get());
+        const Draft copy = Drafter::record_draft(*record_, drafter_->cost(), drafter_->copy_query(*stream_, 32));
+        EXPECT_EQ(copy.source, DraftSource::record);
+        return copy.tokens.size();
+    };
+    EXPECT_EQ(stream_->others_last_round().rows, 0) << "the stream has been alone so far";
+    const size_t alone = window(0.2);
+
+    // The stream's last round, shared: its verdict says what the round held.
+    stream_->next_rows(0, Draft{});
+    Verdict verdict{{s_[51]}, 0};
+    verdict.round_rows = 41;
+    StreamUpdate update;
+    stream_->apply(verdict, update);
+    EXPECT_EQ(stream_->others_last_round().rows, 40);
+    EXPECT_GT(window(10.0), alone);
+    const size_t bounded = window(0.05);  // the round may grow by 5% of cost(41) = 5: two rows
+    EXPECT_LT(bounded, alone);
+    EXPECT_LE(1.0 + 0.1 * (41 + static_cast<double>(bounded) - 1), 1.05 * 5.0 + 1e-9);
+}
+
+// After a copy that landed whole, the stream's next copy is sized by the
+// after_whole history: once that history has learnt that such copies land,
+// its window is longer than a first copy's on a record whose other copies
+// stop short.
+TEST_F(DrafterPolicy, CopiesAfterAWholeLandingAreSizedByThatHistory) {
+    std::vector<double> cost;
+    for (int m = 1; m <= 128; ++m) cost.push_back(1.0 + 0.1 * (m - 1));
+    drafter_ = std::make_unique<Drafter>(CostCurve(cost), DrafterOptions{}, record_.get());
+    // Other streams' copies in this bucket stop short; after_whole ones land whole.
+    for (int i = 0; i < 30; ++i) record_->offers().record_outcome(40, recall::CopyHistory::first, 10, 3);
+    for (int i = 0; i < 30; ++i) record_->offers().record_outcome(40, recall::CopyHistory::after_whole, 10, 10);
+    CopyQuery query = drafter_->copy_query(*stream_, 32);  // its tail S[0..51): the 32-63 bucket
+    const Draft first = Drafter::record_draft(*record_, drafter_->cost(), query);
+    query.history = recall::CopyHistory::after_whole;
+    const Draft after_whole = Drafter::record_draft(*record_, drafter_->cost(), query);
+    ASSERT_EQ(after_whole.source, DraftSource::record);
+    EXPECT_EQ(after_whole.history, recall::CopyHistory::after_whole);
+    EXPECT_GT(after_whole.tokens.size(), first.tokens.size());
 }
 
 }  // namespace

@@ -144,6 +144,27 @@ TEST(RoundDriver, EachPartsVerdictReadsOnlyTheTokensItsRowsSampled) {
     EXPECT_EQ(verdicts[2].tokens, (std::vector<TokenId>{cycle_token(2, 5), cycle_token(2, 6)}));
 }
 
+// Every verdict says how many decode rows the whole round held (prompt
+// chunks left out), so that a stream can price its next copy by the
+// others' share (Stream::others_last_round).
+TEST(RoundDriver, VerdictsCarryTheRoundsDecodeRows) {
+    ScriptedBackend backend;
+    RoundDriver driver(backend);
+    Stream a = cycle_stream(backend, 0, 10), b = cycle_stream(backend, 1, 4), c = cycle_stream(backend, 2, 4);
+    prefill(driver, b);
+    prefill(driver, c);
+    driver.add_prefill(a, 5);                                                // 5 prompt rows
+    driver.add(b.next_rows(0, own_draft({cycle_token(1, 5)})), 1, &b);       // 2 rows
+    driver.add(c.next_rows(0, own_draft({cycle_token(2, 5), 999})), 2, &c);  // 3 rows
+    for (const Verdict& verdict : driver.run()) EXPECT_EQ(verdict.round_rows, 5);
+    land_verdict(b, driver.verdicts()[1]);
+    land_verdict(c, driver.verdicts()[2]);
+    land_verdict(a, driver.verdicts()[0]);
+    EXPECT_EQ(b.others_last_round().rows, 3);
+    EXPECT_EQ(c.others_last_round().rows, 2);
+    EXPECT_EQ(a.others_last_round().rows, 5) << "a prefilling stream sees every decode row as another's";
+}
+
 TEST(RoundDriver, TheFirstAddAfterARunStartsTheNextRound) {
     ScriptedBackend backend;
     RoundDriver driver(backend);

@@ -38,7 +38,12 @@ std::string page(recall::RecallState state) {
     recall.stats.memory_bytes = 16u << 20;
     recall.stats.chunks = 1;
     recall.stats.ids = 1024;
-    recall.stats.landing.buckets[1] = {2, 40, 33, 0, 16};
+    recall.stats.landing.buckets[1] = {
+        .copies_offered = 2, .tokens_drafted = 40, .tokens_landed = 33, .expected_landed = 16};
+    recall.stats.landing.by_history[1][2] = {
+        .copies_offered = 2, .tokens_drafted = 40, .tokens_landed = 33, .landing_probability = 0.75};
+    recall.stats.landing.own_tokens_displaced = 6;
+    recall.stats.landing.copies_same_as_own = 3;
     RequestTimings timings;
     timings.observe_first_token(std::chrono::milliseconds(20));
     timings.observe_finished(std::chrono::milliseconds(300));
@@ -72,6 +77,18 @@ TEST(MetricsPage, CopyCountersCarryTheMatchBucketLabel) {
     EXPECT_EQ(sample(text, R"(tensorfold_recall_copy_tokens_landed_total{match="32-63"})"), 33);
     EXPECT_EQ(sample(text, R"(tensorfold_recall_copy_tokens_landed_total{match="16-31"})"), 0);
     EXPECT_EQ(sample(text, R"(tensorfold_recall_copy_tokens_landed_total{match="64+"})"), 0);
+}
+
+TEST(MetricsPage, CopiesAreAlsoSplitByHistoryWithTheirCost) {
+    const std::string text = page(recall::RecallState::writing);
+    EXPECT_EQ(sample(text, R"(tensorfold_recall_history_copies_offered_total{match="32-63",history="after_short"})"),
+              2);
+    EXPECT_EQ(sample(text, R"(tensorfold_recall_history_copies_offered_total{match="32-63",history="first"})"), 0);
+    EXPECT_EQ(
+        sample(text, R"(tensorfold_recall_history_copy_tokens_landed_total{match="32-63",history="after_short"})"), 33);
+    EXPECT_EQ(sample(text, R"(tensorfold_recall_copy_landing_probability{match="32-63",history="after_short"})"), 0.75);
+    EXPECT_EQ(sample(text, "tensorfold_recall_own_tokens_displaced_total"), 6);
+    EXPECT_EQ(sample(text, "tensorfold_recall_copies_same_as_own_total"), 3);
 }
 
 TEST(MetricsPage, ServiceCountersAndGauges) {

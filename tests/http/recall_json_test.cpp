@@ -27,8 +27,22 @@ actors::RecallReport writing_report() {
     s.chunks = 1;
     s.ids = 1000;
     s.token_ids = 990;
-    s.landing.buckets[0] = {3, 30, 24, 1, 7.5};
-    s.landing.buckets[2] = {1, 64, 64, 0, 60};
+    s.landing.buckets[0] = {.copies_offered = 3,
+                            .tokens_drafted = 30,
+                            .tokens_landed = 24,
+                            .copies_missed = 1,
+                            .own_tokens_displaced = 5,
+                            .expected_landed = 7.5};
+    s.landing.buckets[2] = {.copies_offered = 1,
+                            .tokens_drafted = 64,
+                            .tokens_landed = 64,
+                            .copies_whole = 1,
+                            .expected_landed = 60,
+                            .landing_probability = 0.99};
+    // Of bucket 64+'s copy, after a whole one.
+    s.landing.by_history[2][1] = s.landing.buckets[2];
+    s.landing.own_tokens_displaced = 5;
+    s.landing.copies_same_as_own = 9;
     s.landing.copies_offered = 4;
     s.landing.tokens_drafted = 94;
     s.landing.tokens_landed = 88;
@@ -63,6 +77,26 @@ TEST(RecallJson, KeepsTheMatchBucketsApart) {
     EXPECT_EQ(buckets[0]["tokens_landed"], 24);
     EXPECT_DOUBLE_EQ(buckets[0]["landing_rate"].get<double>(), 0.8);
     EXPECT_EQ(buckets[2]["tokens_landed"], 64);
+}
+
+// Within a bucket, the copies are split by how the stream's previous copy
+// in its reply landed, with the probability that sizes the next window; what
+// copies cost (own tokens displaced, matches left to the own context) is there too.
+TEST(RecallJson, SplitsEachBucketByCopyHistoryAndReportsWhatCopiesCost) {
+    using json = nlohmann::json;
+    const json body = json::parse(recall_report_json(writing_report()));
+    EXPECT_EQ(body["own_tokens_displaced"], 5);
+    EXPECT_EQ(body["copies_same_as_own"], 9);
+    EXPECT_EQ(body["buckets"][0]["own_tokens_displaced"], 5);
+    const json histories = body["buckets"][2]["by_history"];
+    ASSERT_EQ(histories.size(), 3u);
+    EXPECT_EQ(histories[0]["history"], "first");
+    EXPECT_EQ(histories[1]["history"], "after_whole");
+    EXPECT_EQ(histories[2]["history"], "after_short");
+    EXPECT_EQ(histories[1]["copies_whole"], 1);
+    EXPECT_EQ(histories[1]["tokens_landed"], 64);
+    EXPECT_DOUBLE_EQ(histories[1]["landing_probability"].get<double>(), 0.99);
+    EXPECT_EQ(histories[0]["copies_offered"], 0);
 }
 
 TEST(RecallJson, LandingRateIsNullBeforeAnythingWasDrafted) {

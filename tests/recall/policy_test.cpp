@@ -162,10 +162,27 @@ TEST(StreamOfferStateLeaveAlone, AStreamWhoseCopyLandedNothingLeavesTheRecordAlo
     for (int round = 1; round <= 12; ++round) {
         stream.start_round();
         asked += stream.may_ask_record() ? 'y' : '.';
-        if (round == 2) stream.record_copy_outcome(0);  // round 2's copy landed nothing
-        if (round == 8) stream.record_copy_outcome(3);  // landed: no pause
+        if (round == 2) stream.record_copy_outcome(6, 0);  // round 2's copy landed nothing
+        if (round == 8) stream.record_copy_outcome(6, 3);  // landed: no pause
     }
     EXPECT_EQ(asked, "yy....yyyyyy");
+}
+
+// A stream's copy history: none verified yet, the last one landed whole, or
+// it stopped short (a miss included).
+TEST(StreamOfferStateHistory, FollowsHowTheLastCopyOfTheReplyLanded) {
+    StreamOfferState stream;
+    EXPECT_EQ(stream.copy_history(), CopyHistory::first);
+    stream.record_copy_outcome(12, 12);
+    EXPECT_EQ(stream.copy_history(), CopyHistory::after_whole);
+    stream.record_copy_outcome(12, 11);
+    EXPECT_EQ(stream.copy_history(), CopyHistory::after_short);
+    stream.record_copy_outcome(12, 12);
+    EXPECT_EQ(stream.copy_history(), CopyHistory::after_whole);
+    stream.record_copy_outcome(12, 0);
+    EXPECT_EQ(stream.copy_history(), CopyHistory::after_short);
+    stream.record_own_drafts(5);  // own rounds leave the history alone
+    EXPECT_EQ(stream.copy_history(), CopyHistory::after_short);
 }
 
 TEST(StreamOfferStateOwnDrafts, TrackWhatTheStreamsOwnDraftsLandedLately) {
@@ -214,6 +231,69 @@ TEST(SharedOfferPolicyThreads, OutcomesFromManyStreamsAllCount) {
     for (std::thread& t : streams) t.join();
     EXPECT_EQ(policy.snapshot().copies_offered, 4000u);
     EXPECT_EQ(policy.snapshot().tokens_landed, 8000u);
+}
+
+// Within a bucket, copies are also kept apart by the stream's history. A
+// history's own expectation takes over from its bucket's after
+// kHistoryMinCopies copies; the bucket's totals still count every copy.
+TEST(OfferPolicyHistory, KeepsCopiesApartByHowTheStreamsEarlierCopiesLanded) {
+    OfferPolicy policy;
+    for (int i = 0; i < 3; ++i) policy.record_outcome(20, CopyHistory::after_whole, 24, 24);
+    for (int i = 0; i < 6; ++i) policy.record_outcome(20, CopyHistory::after_short, 24, 2);
+    LandingSnapshot s = policy.snapshot();
+    EXPECT_EQ(s.buckets[0].copies_offered, 9u);
+    EXPECT_EQ(s.buckets[0].copies_whole, 3u);
+    EXPECT_EQ(s.by_history[0][1].copies_offered, 3u);
+    EXPECT_EQ(s.by_history[0][1].copies_whole, 3u);
+    EXPECT_EQ(s.by_history[0][2].copies_offered, 6u);
+    EXPECT_EQ(s.by_history[0][2].tokens_landed, 12u);
+    EXPECT_EQ(s.by_history[0][0].copies_offered, 0u);
+    // Three copies are too few for after_whole's own figure: the bucket's stands in.
+    EXPECT_DOUBLE_EQ(policy.expected_landed(20, CopyHistory::after_whole), policy.expected_landed(20));
+    // after_short has six: its own decayed mean, well under the bucket's.
+    EXPECT_LT(policy.expected_landed(20, CopyHistory::after_short), policy.expected_landed(20));
+    // So a stream whose copies land whole is still offered one where a
+    // stream whose copies stop short is not.
+    policy.record_outcome(20, CopyHistory::after_whole, 24, 24);
+    const double own = 5.0;  // after_short has learnt about 4.7, after_whole about 14.6
+    EXPECT_EQ(policy.decide(20, CopyHistory::after_whole, own), OfferKind::copy);
+    EXPECT_EQ(policy.decide(20, CopyHistory::after_short, own), OfferKind::none);
+    // The window probability: whole landings push it to the cap, short ones down.
+    EXPECT_GT(policy.landing_probability(20, CopyHistory::after_whole),
+              policy.landing_probability(20, CopyHistory::after_short));
+    EXPECT_LE(policy.landing_probability(20, CopyHistory::after_whole), 0.99);
+    // Other buckets keep the prior.
+    EXPECT_DOUBLE_EQ(policy.landing_probability(40, CopyHistory::after_whole), OfferPolicy::kPriorProbability);
+}
+
+// The per-token probability follows the geometric model: each copy's
+// landed tokens are successes and a copy that stopped short one failure.
+TEST(OfferPolicyHistory, LandingProbabilityCountsLandedTokensAgainstCopiesCutShort) {
+    OfferPolicy policy;
+    for (int i = 0; i < 200; ++i) policy.record_outcome(40, 10, 5);  // 5 landed, then a failure
+    EXPECT_NEAR(policy.snapshot().buckets[1].landing_probability, 5.0 / 6.0, 1e-3);
+    for (int i = 0; i < 200; ++i) policy.record_outcome(70, 10, 0);
+    EXPECT_DOUBLE_EQ(policy.snapshot().buckets[2].landing_probability, 0.05);  // the floor
+}
+
+// What copies cost is charged: the own-draft tokens they displaced, and the
+// matches left to an own context that drafts the same tokens.
+TEST(OfferPolicyCost, CountsDisplacedOwnTokensAndMatchesTheOwnContextAlreadyHeld) {
+    OfferPolicy policy;
+    policy.record_outcome(20, CopyHistory::first, 8, 1, 3);
+    policy.record_outcome(70, CopyHistory::after_whole, 8, 8, 2);
+    policy.note_same_as_own();
+    LandingSnapshot s = policy.snapshot();
+    EXPECT_EQ(s.own_tokens_displaced, 5u);
+    EXPECT_EQ(s.buckets[0].own_tokens_displaced, 3u);
+    EXPECT_EQ(s.by_history[2][1].own_tokens_displaced, 2u);
+    EXPECT_EQ(s.copies_same_as_own, 1u);
+    policy.reset();
+    s = policy.snapshot();
+    EXPECT_EQ(s.own_tokens_displaced, 0u);
+    EXPECT_EQ(s.copies_same_as_own, 0u);
+    EXPECT_EQ(s.by_history[2][1].copies_offered, 0u);
+    EXPECT_DOUBLE_EQ(s.by_history[2][1].landing_probability, OfferPolicy::kPriorProbability);
 }
 
 }  // namespace
