@@ -1,7 +1,8 @@
 // bench-recall-report: folds the bench-serve --json runs of a
 // scripts/bench-recall comparison into a Markdown table (with the targets
 // met or missed) and an SVG chart. Each run is given as MODE=FILE, MODE
-// being the server set-up it measured ("off", "on", "read-only").
+// being the server set-up it measured ("off", "on", "read-only", or
+// "llama" and "llama-ngram" for llama-server plain and with ngram-mod).
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -55,8 +56,9 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    const std::string text = comparison.markdown() + "\nTargets (Recall on against Recall off):\n\n" +
-                             comparison.targets();
+    std::string text = comparison.markdown() + "\nTargets (Recall on against Recall off):\n\n" + comparison.targets();
+    const std::string llama = comparison.llama_targets();
+    if (!llama.empty()) text += "\nTargets (Recall on against llama-server --spec-type ngram-mod):\n\n" + llama;
     std::fputs(text.c_str(), stdout);
     try {
         if (!markdown_path.empty()) write_text(markdown_path, text);
