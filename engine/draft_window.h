@@ -80,19 +80,25 @@ double expected_landed(double p, int32_t k);
 // (1 + expected_landed(p, k)) / cost(1 + k). Ties go to the shorter draft.
 int32_t best_window(const CostCurve& curve, double p, int32_t max_tokens);
 
-// The other streams' part of the round a draft joins: their decode rows.
+// The other streams' part of the round a draft joins: their decode rows;
+// of those, the rows that were not record copies' drafts; and how many of
+// them drafted no copy (their tokens come one round at a time, so a long
+// round delays them most).
 struct SharedRound {
     int32_t rows = 0;
+    int32_t plain_rows = 0;
+    int32_t plain_streams = 0;
 };
 
 // A draft's window in a round it shares. Its rows are priced at what they
 // add to that round: the k that maximizes the stream's tokens per unit of
 // the round's relative cost, (1 + expected_landed(p, k)) divided by
-// cost(others.rows + 1 + k) / cost(others.rows + 1). Where the curve is flat,
-// beside many rows, extra rows are nearly free. When others are in the
-// round, the draft may also not make it slower than (1 + max_slowdown)
-// times the round without the draft: their tokens wait for every row. With
-// no others this is best_window.
+// cost(others.rows + 1 + k) / cost(others.rows + 1). Beside many rows,
+// extra rows are a small part of the round. While some other stream drafts
+// no copy, the round with this draft may also cost at most (1 + max_slowdown)
+// times the round without any copy, cost(others.plain_rows + 1): copies
+// share that allowance, so together they cannot make such a stream's token
+// wait much longer. With no others this is best_window.
 int32_t best_shared_window(const CostCurve& curve, double p, int32_t max_tokens, SharedRound others,
                            double max_slowdown);
 

@@ -24,8 +24,9 @@ struct DrafterOptions {
     int32_t max_draft = 32;           // longest window, in tokens
     bool own_context = true;          // draft from the stream's own context
     int32_t own_context_tokens = 32;  // longest own-context draft (serve --draft-tokens)
-    // A record copy sharing its round with other streams may make that round
-    // at most this much slower (0.2: 20%) than it would be without the copy.
+    // While a stream that drafts no copy shares the round, the round's copies
+    // together may make it at most this much slower (0.2: 20%) than it would
+    // be without them (draft_window.h, best_shared_window).
     double copy_max_slowdown = 0.2;
 };
 

@@ -103,11 +103,21 @@ const std::vector<Verdict>& RoundDriver::run() {
     }
     // Each stream learns the round's shape from its verdict: it prices its
     // next copy window by the rows the other streams bring (drafter.h).
-    int32_t decode_rows = 0;
+    int32_t decode_rows = 0, copy_rows = 0, plain_parts = 0;
     for (const StreamRows& part : parts_) {
-        if (!part.prefill) decode_rows += static_cast<int32_t>(part.rows.size());
+        if (part.prefill) continue;
+        decode_rows += static_cast<int32_t>(part.rows.size());
+        if (part.record_copy) {
+            copy_rows += static_cast<int32_t>(part.draft.size());
+        } else {
+            ++plain_parts;
+        }
     }
-    for (Verdict& verdict : verdicts_) verdict.round_rows = decode_rows;
+    for (Verdict& verdict : verdicts_) {
+        verdict.round_rows = decode_rows;
+        verdict.round_copy_rows = copy_rows;
+        verdict.round_plain_parts = plain_parts;
+    }
     return verdicts_;
 }
 

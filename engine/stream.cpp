@@ -77,6 +77,7 @@ StreamRows Stream::next_rows(int32_t prefill_budget, Draft draft) {
             out.rows.push_back({kv_, kv_length_ + 1 + static_cast<int32_t>(i), draft_.tokens[i], false, 0});
         }
         out.draft = draft_.tokens;
+        out.record_copy = draft_.source == DraftSource::record;
         out.samples = true;
         out.first_position = kv_length_ + 1;
     }
@@ -134,8 +135,17 @@ void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
         return;
     }
     kv_length_ = kv_after(sent, verdict);
-    const int32_t own_rows = sent.prefill ? 0 : static_cast<int32_t>(sent.rows.size());
-    others_last_round_ = SharedRound{std::max(0, verdict.round_rows - own_rows)};
+    if (!sent.prefill) {
+        const auto own_rows = static_cast<int32_t>(sent.rows.size());
+        const int32_t own_copy_rows = sent.record_copy ? static_cast<int32_t>(sent.draft.size()) : 0;
+        others_last_round_.rows = std::max(0, verdict.round_rows - own_rows);
+        others_last_round_.plain_rows = std::max(0, others_last_round_.rows - (verdict.round_copy_rows - own_copy_rows));
+        others_last_round_.plain_streams = std::max(0, verdict.round_plain_parts - (sent.record_copy ? 0 : 1));
+    } else {
+        others_last_round_.rows = verdict.round_rows;
+        others_last_round_.plain_rows = verdict.round_rows - verdict.round_copy_rows;
+        others_last_round_.plain_streams = verdict.round_plain_parts;
+    }
     if (sent.prefill) {
         if (sent.samples) {
             if (!verdict.logprobs.empty()) update.logprobs.push_back(verdict.logprobs.front());

@@ -37,6 +37,7 @@ struct StreamRows {
     std::vector<uint64_t> masks;
     int32_t mask_words = 0;
     int32_t logprobs = -1;  // >= 0: the landed tokens' logprobs with this many alternatives
+    bool record_copy = false;  // the draft is a copy from the record
 
     int32_t sampled_rows() const;  // rows that sample a token
     // Sampled on the host from returned logits (host_sampling.h).
@@ -47,9 +48,12 @@ struct Verdict {
     std::vector<TokenId> tokens;  // landed drafts, then the round's own token
     int32_t landed_drafts = 0;
     std::vector<TokenLogprob> logprobs;  // one per token when the rows asked (StreamRows::logprobs)
-    // The decode rows of the whole round this verdict came from, every
-    // stream's together (prompt chunks left out).
+    // The whole round this verdict came from, every stream's part together
+    // (prompt chunks left out): its decode rows, how many of them were
+    // record copies' drafts, and the decode parts that drafted no copy.
     int32_t round_rows = 0;
+    int32_t round_copy_rows = 0;
+    int32_t round_plain_parts = 0;
 };
 
 // sampled: the tokens sampled after the pending token and each draft token

@@ -131,7 +131,7 @@ TEST(SharedWindow, AloneIsBestWindow) {
 }
 
 TEST(SharedWindow, RowsAreNearlyFreeWhereTheCurveIsFlat) {
-    EXPECT_EQ(best_shared_window(CostCurve::flat(128), 0.9, 40, SharedRound{30}, 0.2), 40);
+    EXPECT_EQ(best_shared_window(CostCurve::flat(128), 0.9, 40, SharedRound{30, 30, 30}, 0.2), 40);
 }
 
 TEST(SharedWindow, BesideManyRowsADraftsRowsCostLessOfTheRound) {
@@ -151,13 +151,24 @@ TEST(SharedWindow, BesideManyRowsADraftsRowsCostLessOfTheRound) {
 
 TEST(SharedWindow, ACopyMayNotSlowItsRoundPastTheBound) {
     const CostCurve curve = tinycode_like();
-    const SharedRound others{15};  // fifteen streams decoding one row each
+    const SharedRound others{15, 15, 15};  // fifteen streams decoding one row each, none copying
     const int32_t bounded = best_shared_window(curve, 0.99, 63, others, 0.2);
     const int32_t unbounded = best_shared_window(curve, 0.99, 63, others, 100.0);
     EXPECT_GT(bounded, 0) << "some rows still fit";
     EXPECT_LT(bounded, unbounded);
     EXPECT_LE(curve.relative(16 + bounded), 1.2 * curve.relative(16));
     EXPECT_GT(curve.relative(17 + bounded), 1.2 * curve.relative(16)) << "the longest window within the bound";
+}
+
+TEST(SharedWindow, CopiesShareOneAllowanceWhileAStreamWithoutACopyWaits) {
+    const CostCurve curve = tinycode_like();
+    // Fifteen other streams, one of them without a copy; the others' copies
+    // already took the round past 20% over its 16 plain rows: no room left.
+    EXPECT_EQ(best_shared_window(curve, 0.99, 63, SharedRound{15 + 20, 15, 1}, 0.2), 0);
+    // Every other stream copies: no one waits on a long round for a single
+    // token, so only the price of the rows limits the window.
+    EXPECT_EQ(best_shared_window(curve, 0.99, 63, SharedRound{15 + 20, 15, 0}, 0.2),
+              best_shared_window(curve, 0.99, 63, SharedRound{15 + 20, 15, 0}, 100.0));
 }
 
 TEST(LandingRate, LearnsFromRounds) {

@@ -222,10 +222,13 @@ TEST_F(DrafterPolicy, ACopyBesideOtherStreamsIsPricedByTheirRound) {
     // The stream's last round, shared: its verdict says what the round held.
     stream_->next_rows(0, Draft{});
     Verdict verdict{{s_[51]}, 0};
-    verdict.round_rows = 41;
+    verdict.round_rows = 41;  // 41 streams of one row each, no copies
+    verdict.round_plain_parts = 41;
     StreamUpdate update;
     stream_->apply(verdict, update);
     EXPECT_EQ(stream_->others_last_round().rows, 40);
+    EXPECT_EQ(stream_->others_last_round().plain_rows, 40);
+    EXPECT_EQ(stream_->others_last_round().plain_streams, 40);
     EXPECT_GT(window(10.0), alone);
     const size_t bounded = window(0.05);  // the round may grow by 5% of cost(41) = 5: two rows
     EXPECT_LT(bounded, alone);

@@ -154,15 +154,25 @@ TEST(RoundDriver, VerdictsCarryTheRoundsDecodeRows) {
     prefill(driver, b);
     prefill(driver, c);
     driver.add_prefill(a, 5);                                                // 5 prompt rows
-    driver.add(b.next_rows(0, own_draft({cycle_token(1, 5)})), 1, &b);       // 2 rows
-    driver.add(c.next_rows(0, own_draft({cycle_token(2, 5), 999})), 2, &c);  // 3 rows
-    for (const Verdict& verdict : driver.run()) EXPECT_EQ(verdict.round_rows, 5);
+    driver.add(b.next_rows(0, own_draft({cycle_token(1, 5)})), 1, &b);  // 2 rows
+    Draft copy{DraftSource::record, 20, {cycle_token(2, 5), 999}};
+    driver.add(c.next_rows(0, copy), 2, &c);  // 3 rows, 2 of them a record copy
+    for (const Verdict& verdict : driver.run()) {
+        EXPECT_EQ(verdict.round_rows, 5);
+        EXPECT_EQ(verdict.round_copy_rows, 2);
+        EXPECT_EQ(verdict.round_plain_parts, 1);
+    }
     land_verdict(b, driver.verdicts()[1]);
     land_verdict(c, driver.verdicts()[2]);
     land_verdict(a, driver.verdicts()[0]);
     EXPECT_EQ(b.others_last_round().rows, 3);
+    EXPECT_EQ(b.others_last_round().plain_rows, 1) << "c's pending row; its copy's rows left out";
+    EXPECT_EQ(b.others_last_round().plain_streams, 0);
     EXPECT_EQ(c.others_last_round().rows, 2);
+    EXPECT_EQ(c.others_last_round().plain_rows, 2);
+    EXPECT_EQ(c.others_last_round().plain_streams, 1);
     EXPECT_EQ(a.others_last_round().rows, 5) << "a prefilling stream sees every decode row as another's";
+    EXPECT_EQ(a.others_last_round().plain_streams, 1);
 }
 
 TEST(RoundDriver, TheFirstAddAfterARunStartsTheNextRound) {
