@@ -25,10 +25,10 @@ struct DrafterOptions {
     bool own_context = true;          // draft from the stream's own context
     int32_t own_context_tokens = 32;  // longest own-context draft (serve --draft-tokens)
     // While a stream that drafts no copy shares the round, the round's copies
-    // together may make it at most this much slower (0.5: 50%) than it would
-    // be without them (draft_window.h, best_shared_window). 0.2 kept windows
-    // at concurrency 16 too short to pay on tinycode (docs/benchmarks.md).
-    double copy_max_slowdown = 0.5;
+    // together may make it at most this much slower (0.2: 20%) than it would
+    // be without them (draft_window.h, best_shared_window). 0.5 gained little
+    // throughput and doubled p99 latency at concurrency 16 (docs/benchmarks.md).
+    double copy_max_slowdown = 0.2;
 };
 
 // Everything a record lookup needs from the stream it drafts for, so that
@@ -39,7 +39,7 @@ struct CopyQuery {
     double own_expected = 0;     // tokens its own drafts landed per round lately
     recall::CopyHistory history = recall::CopyHistory::first;
     SharedRound others;         // the rest of the round the copy will join
-    double max_slowdown = 0.5;  // DrafterOptions::copy_max_slowdown
+    double max_slowdown = 0.2;  // DrafterOptions::copy_max_slowdown
     // What the own context would draft here, up to the room (empty when it
     // has no match): a record continuation it already holds adds nothing.
     std::vector<TokenId> own_continuation;

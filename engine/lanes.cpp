@@ -58,6 +58,7 @@ void Lanes::add_graft(Stream& stream, size_t main, Draft graft) {
     rows.first_position = own.first_position;
     rows.samples = true;
     rows.draft = graft.tokens;
+    rows.record_copy = true;
     rows.rows.push_back({fork, base, own.rows.front().token, false, 0});
     for (size_t i = 0; i < graft.tokens.size(); ++i) {
         rows.rows.push_back({fork, base + 1 + static_cast<int32_t>(i), graft.tokens[i], false, 0});
