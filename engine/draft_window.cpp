@@ -115,9 +115,8 @@ int32_t best_shared_window(const CostCurve& curve, double p, int32_t max_tokens,
                            double max_slowdown) {
     const int32_t base_rows = std::max(0, others.rows) + 1;
     const double base_cost = curve.relative(base_rows);
-    const double cost_limit = others.plain_streams > 0
-                                  ? curve.relative(std::max(0, others.plain_rows) + 1) * (1.0 + max_slowdown)
-                                  : HUGE_VAL;
+    const double cost_limit =
+        others.plain_streams > 0 ? curve.relative(std::max(0, others.plain_rows) + 1) * (1.0 + max_slowdown) : HUGE_VAL;
     int32_t best = 0;
     double best_rate = 1.0 / base_cost;
     double landed = 0, term = 1;

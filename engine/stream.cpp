@@ -139,7 +139,8 @@ void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
         const auto own_rows = static_cast<int32_t>(sent.rows.size());
         const int32_t own_copy_rows = sent.record_copy ? static_cast<int32_t>(sent.draft.size()) : 0;
         others_last_round_.rows = std::max(0, verdict.round_rows - own_rows);
-        others_last_round_.plain_rows = std::max(0, others_last_round_.rows - (verdict.round_copy_rows - own_copy_rows));
+        others_last_round_.plain_rows =
+            std::max(0, others_last_round_.rows - (verdict.round_copy_rows - own_copy_rows));
         others_last_round_.plain_streams = std::max(0, verdict.round_plain_parts - (sent.record_copy ? 0 : 1));
     } else {
         others_last_round_.rows = verdict.round_rows;

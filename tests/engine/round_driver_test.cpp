@@ -153,7 +153,7 @@ TEST(RoundDriver, VerdictsCarryTheRoundsDecodeRows) {
     Stream a = cycle_stream(backend, 0, 10), b = cycle_stream(backend, 1, 4), c = cycle_stream(backend, 2, 4);
     prefill(driver, b);
     prefill(driver, c);
-    driver.add_prefill(a, 5);                                                // 5 prompt rows
+    driver.add_prefill(a, 5);                                           // 5 prompt rows
     driver.add(b.next_rows(0, own_draft({cycle_token(1, 5)})), 1, &b);  // 2 rows
     Draft copy{DraftSource::record, 20, {cycle_token(2, 5), 999}};
     driver.add(c.next_rows(0, copy), 2, &c);  // 3 rows, 2 of them a record copy
