@@ -135,18 +135,14 @@ void Stream::apply(const Verdict& verdict, StreamUpdate& update) {
         return;
     }
     kv_length_ = kv_after(sent, verdict);
-    if (!sent.prefill) {
-        const auto own_rows = static_cast<int32_t>(sent.rows.size());
-        const int32_t own_copy_rows = sent.record_copy ? static_cast<int32_t>(sent.draft.size()) : 0;
-        others_last_round_.rows = std::max(0, verdict.round_rows - own_rows);
-        others_last_round_.plain_rows =
-            std::max(0, others_last_round_.rows - (verdict.round_copy_rows - own_copy_rows));
-        others_last_round_.plain_streams = std::max(0, verdict.round_plain_parts - (sent.record_copy ? 0 : 1));
-    } else {
-        others_last_round_.rows = verdict.round_rows;
-        others_last_round_.plain_rows = verdict.round_rows - verdict.round_copy_rows;
-        others_last_round_.plain_streams = verdict.round_plain_parts;
-    }
+    // The other streams' share of the round: all of it, less this stream's
+    // decode part (a prompt chunk is not counted in the round's figures).
+    const bool decoded = !sent.prefill;
+    const int32_t own_rows = decoded ? static_cast<int32_t>(sent.rows.size()) : 0;
+    const int32_t own_copy_rows = decoded && sent.record_copy ? static_cast<int32_t>(sent.draft.size()) : 0;
+    others_last_round_.rows = std::max(0, verdict.round_rows - own_rows);
+    others_last_round_.plain_rows = std::max(0, others_last_round_.rows - (verdict.round_copy_rows - own_copy_rows));
+    others_last_round_.plain_streams = std::max(0, verdict.round_plain_parts - (decoded && !sent.record_copy ? 1 : 0));
     if (sent.prefill) {
         if (sent.samples) {
             if (!verdict.logprobs.empty()) update.logprobs.push_back(verdict.logprobs.front());
