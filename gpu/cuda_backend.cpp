@@ -104,6 +104,10 @@ public:
     using Backend::forward;
 
 private:
+    // The device is current per thread, and forward runs on whichever actor
+    // thread holds the backend: every entry point that touches the device
+    // selects it first (cheap when it is already current).
+    void select_device() const { TF_CUDA_CHECK(cudaSetDevice(options_.device)); }
     void run_chunk(std::span<const model::Row> rows, std::span<const model::SamplingParams> samplers,
                    model::RowOutputs& out, size_t& token_at, size_t& logits_at);
     // Every kernel of one chunk: `count` rows, `outputs` output rows.
@@ -203,31 +207,10 @@ CudaBackend::CudaBackend(const std::string& dir, const CudaOptions& options, Cud
         c.tie_word_embeddings ? embedding_at : up.add({matrix("lm_head.weight", vocab, hidden)}, false);
 
     // Scratch for rows_capacity_ rows, and the attention partials' room.
-    rows_capacity_ = std::max(options.max_rows, kMaxGraphRows);
-    const int64_t max_row_splits = row_splits(std::max(c.max_position_embeddings, 1) - 1, 0);
-    split_budget_ = std::max<int64_t>(int64_t{rows_capacity_} * 8, max_row_splits);
-    const size_t R = static_cast<size_t>(rows_capacity_);
-    const size_t act_width = static_cast<size_t>(std::max({hidden, int64_t{q_dim_}, inter}));
-    struct Sizes {
-        size_t x, act, qkv, gate_up, logits, ml, acc, keys, weights, tokens, rows, out_rows, samplers;
-    } sz{};
-    sz.x = R * hidden * 4;
-    sz.act = R * act_width * 2;
-    sz.qkv = R * qkv_dim_ * 4;
-    sz.gate_up = R * 2 * inter * 4;
-    sz.logits = R * vocab * 4;
-    sz.ml = static_cast<size_t>(split_budget_) * c.num_heads * 2 * 4;
-    sz.acc = static_cast<size_t>(split_budget_) * c.num_heads * c.head_dim * 4;
-    sz.keys = static_cast<size_t>(kernels::kSamplerBlocks) * vocab * 8;
-    sz.weights = sz.keys;
-    sz.tokens = R * 4;
-    sz.rows = R * sizeof(DeviceRow);
-    sz.out_rows = R * 4;
-    sz.samplers = R * sizeof(DeviceSampler);
-    const size_t scratch = align_up(sz.x) + align_up(sz.act) + align_up(sz.qkv) + align_up(sz.gate_up) +
-                           align_up(sz.logits) + align_up(sz.ml) + align_up(sz.acc) + align_up(sz.keys) +
-                           align_up(sz.weights) + align_up(sz.tokens) + align_up(sz.rows) + align_up(sz.out_rows) +
-                           align_up(sz.samplers);
+    const ScratchPlan sz = plan_scratch(c, options.max_rows);
+    rows_capacity_ = sz.rows;
+    split_budget_ = sz.split_budget;
+    const size_t scratch = sz.total();
 
     // The KV pool from what is left.
     size_t free_bytes = 0, total_bytes = 0;
@@ -271,15 +254,15 @@ CudaBackend::CudaBackend(const std::string& dir, const CudaOptions& options, Cud
     qkv_ = DeviceMemory(sz.qkv);
     gate_up_ = DeviceMemory(sz.gate_up);
     logits_ = DeviceMemory(sz.logits);
-    partial_ml_ = DeviceMemory(sz.ml);
-    partial_acc_ = DeviceMemory(sz.acc);
-    sample_keys_ = DeviceMemory(sz.keys);
-    sample_weights_ = DeviceMemory(sz.weights);
+    partial_ml_ = DeviceMemory(sz.partial_ml);
+    partial_acc_ = DeviceMemory(sz.partial_acc);
+    sample_keys_ = DeviceMemory(sz.sample_keys);
+    sample_weights_ = DeviceMemory(sz.sample_weights);
     tokens_ = DeviceMemory(sz.tokens);
-    in_rows_ = DeviceMemory(sz.rows);
+    in_rows_ = DeviceMemory(sz.device_rows);
     in_out_rows_ = DeviceMemory(sz.out_rows);
     in_samplers_ = DeviceMemory(sz.samplers);
-    host_rows_ = PinnedMemory(sz.rows);
+    host_rows_ = PinnedMemory(sz.device_rows);
     host_out_rows_ = PinnedMemory(sz.out_rows);
     host_samplers_ = PinnedMemory(sz.samplers);
     host_tokens_ = PinnedMemory(sz.tokens);
@@ -319,6 +302,7 @@ CudaBackend::CudaBackend(const std::string& dir, const CudaOptions& options, Cud
 }
 
 CudaBackend::~CudaBackend() {
+    cudaSetDevice(options_.device);  // no throw from a destructor; the calls below fail alike if this does
     for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
     if (stream_) {
         cudaStreamSynchronize(stream_);
@@ -336,6 +320,7 @@ void CudaBackend::open_stream(model::StreamId stream, int32_t capacity) {
 }
 
 void CudaBackend::copy_prefix(model::StreamId from, model::StreamId to, int32_t length) {
+    select_device();
     const auto pairs = kv_->copy_prefix(from, to, length);
     if (pairs.empty()) return;
     auto* host = host_pairs_.get<int32_t>();
@@ -360,6 +345,7 @@ void CudaBackend::forward(std::span<const model::Row> rows, std::span<const mode
     out.logits.resize(wanted * static_cast<size_t>(config_.vocab_size));
     out.tokens.resize(sampled);
     if (rows.empty()) return;
+    select_device();
     kv_->reserve(lengths);  // "KV cache full" before anything changes
     size_t token_at = 0, logits_at = 0;
     for (const auto& [begin, end] : plan_chunks(rows, options_.max_rows, split_budget_, config_.sliding_window)) {

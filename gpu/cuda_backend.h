@@ -3,7 +3,9 @@
 // the device. Declared in every build; without nvcc the loader says the
 // binary was built without CUDA.
 //
-// Thread-safety: as model::Backend (one caller at a time).
+// Thread-safety: as model::Backend (one caller at a time), from any thread:
+// each call that launches work makes CudaOptions::device current on the
+// calling thread first.
 #pragma once
 
 #include <cstddef>

@@ -13,16 +13,14 @@
 #include <vector>
 
 #include "gpu/check.h"
+#include "gpu/forward_plan.h"
 #include "model/load_error.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 
 namespace tf::gpu {
 
-constexpr size_t kAlign = 256;
 constexpr size_t kStagingBytes = size_t{32} << 20;  // each of the two pinned upload buffers
-
-inline size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Device memory, freed with the object.
 class DeviceMemory {

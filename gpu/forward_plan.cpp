@@ -126,4 +126,41 @@ ChunkInputs pack_chunk(std::span<const model::Row> rows, std::span<const model::
     return in;
 }
 
+size_t ScratchPlan::total() const {
+    size_t sum = 0;
+    for (size_t bytes : {x, act, qkv, gate_up, logits, partial_ml, partial_acc, sample_keys, sample_weights, tokens,
+                         device_rows, out_rows, samplers}) {
+        sum += align_up(bytes);
+    }
+    return sum;
+}
+
+ScratchPlan plan_scratch(const model::ModelConfig& c, int32_t max_rows) {
+    if (max_rows <= 0) throw std::invalid_argument("max_rows must be positive");
+    ScratchPlan s;
+    s.rows = std::max(max_rows, kMaxGraphRows);
+    const int64_t last_row_splits = row_splits(std::max(c.max_position_embeddings, 1) - 1, 0);
+    s.split_budget = std::max<int64_t>(int64_t{s.rows} * 8, last_row_splits);
+    const auto rows = static_cast<size_t>(s.rows);
+    const auto hidden = static_cast<size_t>(c.hidden_size), inter = static_cast<size_t>(c.intermediate_size);
+    const auto vocab = static_cast<size_t>(c.vocab_size), heads = static_cast<size_t>(c.num_heads);
+    const size_t q_dim = heads * static_cast<size_t>(c.head_dim);
+    const size_t kv_dim = static_cast<size_t>(c.num_kv_heads) * static_cast<size_t>(c.head_dim);
+    const auto budget = static_cast<size_t>(s.split_budget);
+    s.x = rows * hidden * 4;
+    s.act = rows * std::max({hidden, q_dim, inter}) * 2;
+    s.qkv = rows * (q_dim + 2 * kv_dim) * 4;
+    s.gate_up = rows * 2 * inter * 4;
+    s.logits = rows * vocab * 4;
+    s.partial_ml = budget * heads * 2 * 4;
+    s.partial_acc = budget * heads * static_cast<size_t>(c.head_dim) * 4;
+    s.sample_keys = static_cast<size_t>(kSamplerBlocks) * vocab * 8;
+    s.sample_weights = s.sample_keys;
+    s.tokens = rows * 4;
+    s.device_rows = rows * sizeof(DeviceRow);
+    s.out_rows = rows * 4;
+    s.samplers = rows * sizeof(DeviceSampler);
+    return s;
+}
+
 }  // namespace tf::gpu

@@ -5,7 +5,8 @@
 //    partials' room) run as several chunks, in row order;
 //  - graph_bucket / split_workers: which captured CUDA graph a chunk replays;
 //  - pack_chunk: the per-row device records (gpu/row_inputs.h), the packed
-//    block tables and the output rows' samplers.
+//    block tables and the output rows' samplers;
+//  - plan_scratch: the device buffers a forward of up to max_rows rows uses.
 // None of these choices changes a row's arithmetic: they only decide which
 // rows travel together and how many blocks a kernel launches.
 #pragma once
@@ -18,6 +19,7 @@
 #include "gpu/kv_blocks.h"
 #include "gpu/row_inputs.h"
 #include "model/backend.h"
+#include "model/model_config.h"
 
 namespace tf::gpu {
 
@@ -25,6 +27,10 @@ namespace tf::gpu {
 constexpr int32_t kMaxGraphRows = 64;
 // The most thread blocks one (row, head) gets for its attention splits.
 constexpr int32_t kMaxSplitWorkers = 16;
+
+// Device allocations are rounded up to this many bytes in the accounting.
+constexpr size_t kAlign = 256;
+inline size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The graph bucket for a chunk of `rows` rows: the smallest of 1, 2, 4, ...,
 // 64 that holds them; 0 when rows > 64 (the chunk runs without a graph).
@@ -76,5 +82,31 @@ struct ChunkInputs {
 // The streams' block tables must already cover the rows (KvBlocks::reserve).
 ChunkInputs pack_chunk(std::span<const model::Row> rows, std::span<const model::SamplingParams> samplers,
                        const KvBlocks& kv, int32_t sliding_window, int32_t bucket);
+
+// The scratch buffers of a forward, in bytes, for `rows` rows (max(max_rows,
+// kMaxGraphRows): a graph bucket's padding rows need room too) and
+// `split_budget` attention partials per head (enough for 8 splits a row, and
+// for one row at the model's last position).
+struct ScratchPlan {
+    int32_t rows = 0;
+    int64_t split_budget = 0;
+    size_t x = 0;             // residual stream, fp32 [rows, hidden]
+    size_t act = 0;           // GEMM input, bf16 [rows, max(hidden, q_dim, inter)]
+    size_t qkv = 0;           // fp32 [rows, q_dim + 2 kv_dim]
+    size_t gate_up = 0;       // fp32 [rows, 2 inter]
+    size_t logits = 0;        // fp32 [rows, vocab]
+    size_t partial_ml = 0;    // fp32 [split_budget, heads, 2]
+    size_t partial_acc = 0;   // fp32 [split_budget, heads, head_dim]
+    size_t sample_keys = 0;   // u64 [kSamplerBlocks, vocab]
+    size_t sample_weights = 0;// f64 [kSamplerBlocks, vocab]
+    size_t tokens = 0;        // i32 [rows]
+    size_t device_rows = 0;   // DeviceRow [rows]
+    size_t out_rows = 0;      // i32 [rows]
+    size_t samplers = 0;      // DeviceSampler [rows]
+
+    // Every buffer rounded up to kAlign, added.
+    size_t total() const;
+};
+ScratchPlan plan_scratch(const model::ModelConfig& config, int32_t max_rows);
 
 }  // namespace tf::gpu

@@ -18,6 +18,10 @@ constexpr int32_t kBlockPositions = 16;
 // attention is summed depends on its own range only, never on the batch.
 constexpr int32_t kAttentionSplit = 256;
 
+// Thread blocks of the device sampler; each handles output rows o, o +
+// kSamplerBlocks, ... and owns `vocab` entries of key and weight scratch.
+constexpr int32_t kSamplerBlocks = 64;
+
 // One row of a forward on the device.
 struct DeviceRow {
     int32_t token = 0;

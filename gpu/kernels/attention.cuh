@@ -13,6 +13,7 @@
 #pragma once
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/kv_addressing.h"
 
 namespace tf::gpu::kernels {
 
@@ -28,29 +29,26 @@ attention_split_kernel(const float* qkv, int32_t ld_qkv, const bf16_bits* keys, 
     __shared__ float q[kMaxHeadDim];
     __shared__ float weights[kAttentionSplit];
     __shared__ float shared[33];
-    __shared__ int32_t blocks[kAttentionSplit / kBlockPositions];
+    __shared__ int32_t blocks[kSplitBlocks];
     const DeviceRow row = rows[blockIdx.z];
     if (static_cast<int32_t>(blockIdx.x) >= row.split_count) return;  // also every padding row
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, warps = kAttentionThreads / 32;
-    const int32_t head_dim = shape.head_dim, h = blockIdx.y, kv_head = h / (shape.heads / shape.kv_heads);
+    const int32_t head_dim = shape.head_dim, h = blockIdx.y, kv_head = kv_head_of(h, shape.heads, shape.kv_heads);
     const float* q_row = qkv + static_cast<size_t>(blockIdx.z) * ld_qkv + static_cast<size_t>(h) * head_dim;
     for (int32_t d = tid; d < head_dim; d += kAttentionThreads) q[d] = q_row[d];
 
     for (int32_t j = blockIdx.x; j < row.split_count; j += gridDim.x) {
-        const int32_t split = row.split_begin + j;
-        const int32_t split_start = split * kAttentionSplit;
-        const int32_t p0 = max(row.first, split_start);
-        const int32_t p1 = min(row.position, split_start + kAttentionSplit - 1);
-        const int32_t n = p1 - p0 + 1;
-        if (tid < kAttentionSplit / kBlockPositions) {
-            const int32_t b = split_start / kBlockPositions + tid;  // the stream's block index
-            blocks[tid] = b * kBlockPositions <= row.position ? tables[row.table_offset + b] : 0;
+        const SplitKeys keys_of_split = split_keys(row, j);
+        const int32_t split_start = keys_of_split.start, p0 = keys_of_split.p0;
+        const int32_t n = keys_of_split.p1 - p0 + 1;
+        if (tid < kSplitBlocks) {
+            const int32_t entry = split_table_entry(row, split_start, tid);
+            blocks[tid] = entry >= 0 ? tables[row.table_offset + entry] : 0;
         }
         __syncthreads();  // q and blocks ready
         auto at = [&](int32_t p) {  // element offset of position p's head row in a pool
-            const int64_t block = blocks[(p - split_start) / kBlockPositions];
-            return ((static_cast<size_t>(block) * shape.kv_heads + kv_head) * kBlockPositions + p % kBlockPositions) *
-                   static_cast<size_t>(head_dim);
+            return kv_row_offset(blocks[(p - split_start) / kBlockPositions], kv_head, kv_slot(p), shape.kv_heads,
+                                 head_dim);
         };
         for (int32_t t = warp; t < n; t += warps) {
             const bf16_bits* key = keys + at(p0 + t);
@@ -70,7 +68,7 @@ attention_split_kernel(const float* qkv, int32_t ld_qkv, const bf16_bits* keys, 
             sum += e;
         }
         sum = block_reduce(sum, 0.0f, shared, SumOp{});  // also orders the weights' writes before their reads
-        const size_t slot = static_cast<size_t>(row.partial_base + j) * shape.heads + h;
+        const size_t slot = partial_slot(row, j, shape.heads, h);
         for (int32_t d = tid; d < head_dim; d += kAttentionThreads) {
             float acc = 0.0f;
             for (int32_t t = 0; t < n; ++t) acc += weights[t] * bf16_to_float(values[at(p0 + t) + d]);
@@ -94,7 +92,7 @@ attention_combine_kernel(const DeviceRow* rows, KvShape shape, const float* part
         for (int32_t d = threadIdx.x; d < head_dim; d += kCombineThreads) target[d] = 0;
         return;
     }
-    auto slot = [&](int32_t j) { return static_cast<size_t>(row.partial_base + j) * shape.heads + h; };
+    auto slot = [&](int32_t j) { return partial_slot(row, j, shape.heads, h); };
     float best = -INFINITY;
     for (int32_t j = 0; j < row.split_count; ++j) best = fmaxf(best, partial_ml[2 * slot(j)]);
     float sum = 0.0f;

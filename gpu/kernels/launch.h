@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "gpu/kernels/kv_addressing.h"
 #include "gpu/row_inputs.h"
 
 namespace tf::gpu::kernels {
@@ -25,19 +26,6 @@ using bf16_bits = uint16_t;
 
 // Largest head_dim the attention and RoPE kernels take.
 constexpr int32_t kMaxHeadDim = 256;
-// Thread blocks of the sampler; each handles output rows o, o + blocks, ...
-// and owns vocab entries of key and weight scratch.
-constexpr int32_t kSamplerBlocks = 64;
-
-// The KV pools: keys and values, each [layer][block][kv_head][kBlockPositions][head_dim] bf16.
-struct KvShape {
-    int32_t heads = 0;
-    int32_t kv_heads = 0;
-    int32_t head_dim = 0;
-    int64_t num_blocks = 0;
-    // Elements of one (layer, block) in one pool.
-    int64_t block_elems() const { return int64_t{kv_heads} * kBlockPositions * head_dim; }
-};
 
 // x[r] = the embedding row of rows[r].token, as fp32 (zeros for padding rows).
 void embed(const bf16_bits* table, int32_t hidden, const DeviceRow* rows, int32_t count, float* x, cudaStream_t stream);

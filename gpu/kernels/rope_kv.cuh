@@ -7,6 +7,7 @@
 #pragma once
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/kv_addressing.h"
 
 namespace tf::gpu::kernels {
 
@@ -26,8 +27,8 @@ qk_rope_kv_kernel(float* qkv, int32_t ld_qkv, const float* q_norm, const float* 
     float* q = qkv + static_cast<size_t>(blockIdx.x) * ld_qkv;
     float* k = q + static_cast<size_t>(shape.heads) * head_dim;
     const float* v = k + static_cast<size_t>(shape.kv_heads) * head_dim;
-    const int64_t block = tables[row.table_offset + row.position / kBlockPositions];
-    const int32_t slot = row.position % kBlockPositions;
+    const int64_t block = tables[row.table_offset + kv_table_entry(row.position)];
+    const int32_t slot = kv_slot(row.position);
     float* buffer = head[warp];
 
     for (int32_t h = warp; h < shape.heads + shape.kv_heads; h += kRopeWarps) {
@@ -45,8 +46,7 @@ qk_rope_kv_kernel(float* qkv, int32_t ld_qkv, const float* q_norm, const float* 
             for (int32_t d = lane; d < head_dim; d += 32) buffer[d] = source[d];
         }
         __syncwarp();
-        const size_t cache_at = ((static_cast<size_t>(block) * shape.kv_heads + (is_q ? 0 : kv_head)) * kBlockPositions + slot) *
-                                static_cast<size_t>(head_dim);
+        const size_t cache_at = kv_row_offset(block, is_q ? 0 : kv_head, slot, shape.kv_heads, head_dim);
         for (int32_t i = lane; i < half; i += 32) {
             const float angle = static_cast<float>(row.position) * inv_freq[i];
             const float c = static_cast<float>(cos(static_cast<double>(angle)));

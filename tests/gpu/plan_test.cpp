@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/forward_plan.h"
+#include "model/model_config.h"
 #include "gpu/kv_blocks.h"
 
 namespace tf::gpu {
@@ -71,6 +72,49 @@ TEST(GpuKvPlan, WeightsThatDoNotFitSaySo) {
     EXPECT_NE(e2.find("no room for the KV cache"), std::string::npos) << e2;
     in.memory_fraction = 0;
     EXPECT_THROW(plan_kv(in), std::invalid_argument);
+}
+
+// What the backend would plan for Qwen3-8B (bf16, untied lm_head) on an
+// H200 (143,771 MiB as the driver counts it) at the default 0.9 fraction and
+// 512 rows: the scratch stays well under a GiB (the logits of 512 rows are
+// half of it) and the pool holds over 750,000 positions, 18 whole 40,960-token contexts.
+TEST(GpuKvPlan, Qwen3_8bOnAnH200) {
+    model::ModelConfig c;
+    c.hidden_size = 4096;
+    c.num_layers = 36;
+    c.num_heads = 32;
+    c.num_kv_heads = 8;
+    c.head_dim = 128;
+    c.intermediate_size = 12288;
+    c.vocab_size = 151936;
+    c.max_position_embeddings = 40960;
+    const ScratchPlan scratch = plan_scratch(c, 512);
+    EXPECT_EQ(scratch.rows, 512);
+    EXPECT_EQ(scratch.split_budget, 512 * 8);  // 8 splits a row; the last position needs 160
+    EXPECT_EQ(scratch.logits, size_t{512} * 151936 * 4);
+    EXPECT_EQ(scratch.partial_acc, size_t{4096} * 32 * 128 * 4);
+    EXPECT_GT(scratch.total(), size_t{550} << 20);  // 590 MiB
+    EXPECT_LT(scratch.total(), size_t{650} << 20);
+    EXPECT_EQ(plan_scratch(c, 1).rows, kMaxGraphRows);  // a graph bucket's padding rows need room
+
+    const int64_t layer_params = 4096LL * (4096 + 2 * 1024) + 4096LL * 4096 + 3LL * 12288 * 4096;
+    const int64_t params = 2LL * 151936 * 4096 + 36 * layer_params;
+    KvPlanInput in;
+    in.device_total_bytes = size_t{143771} << 20;
+    in.device_free_bytes = in.device_total_bytes - (size_t{600} << 20);  // the CUDA context's share
+    in.memory_fraction = 0.9;
+    in.weight_bytes = static_cast<size_t>(params) * 2;
+    in.scratch_bytes = scratch.total();
+    in.kv_bytes_per_position = static_cast<size_t>(c.num_layers) * 2 * c.num_kv_heads * c.head_dim * 2;
+    in.reserve_bytes = size_t{256} << 20;
+    EXPECT_NEAR(static_cast<double>(in.weight_bytes) / 1e9, 16.38, 0.01);
+    EXPECT_EQ(in.kv_bytes_per_position, size_t{144} << 10);
+    const KvPlan plan = plan_kv(in);
+    const auto budget = static_cast<size_t>(static_cast<double>(in.device_total_bytes) * 0.9);
+    const size_t block = in.kv_bytes_per_position * kBlockPositions;
+    EXPECT_EQ(plan.blocks, static_cast<int64_t>((budget - in.weight_bytes - in.scratch_bytes) / block));
+    EXPECT_GT(plan.tokens, 750000);
+    EXPECT_GE(plan.tokens / c.max_position_embeddings, 18);
 }
 
 TEST(GpuKvBlocks, StreamsGrowOnReserveAndGiveBlocksBack) {
