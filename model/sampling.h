@@ -19,9 +19,16 @@
 // top_p then the shortest prefix whose weight reaches top_p of the total,
 // min_p then the prefix whose weights are at least min_p times the first's.
 // The token is the first whose running sum of kept weights exceeds
-// uniform_at(seed, position) times their total. A device may add the
-// weights in another fixed order; only ties at a rounding boundary can then
-// differ from this code.
+// uniform_at(seed, position) times their total.
+//
+// A device sampler that follows this definition (gpu/kernels/sampler.cuh)
+// is equal to this code except in two roundings: its exp may differ from
+// the host's by an ulp, and it adds the weights in a fixed tree rather than
+// left to right. Either moves a running sum by about an ulp, which changes
+// a pick only when u * total falls that close to a boundary between two
+// tokens. Greedy picks use neither and are always equal; the CUDA test
+// (tests/gpu/oracle_sampler_test.cpp) counts the sampled picks that differ
+// and allows at most 1 in 100.
 //
 // Pure functions; thread-safe.
 #pragma once
