@@ -5,6 +5,10 @@
 // for docs/performance.md.
 //
 //   bench-engine [MODEL_DIR] [--threads N] [--tokens N] [--quantize q8_0|q4_0|q4_k|q6_k]
+//                [--device cpu|cuda]
+//
+// --device cuda runs the same table on the CUDA backend (tools/gpu-check
+// runs it with --tokens 512 for the GPU's Recall target).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +18,7 @@
 
 #include "engine/calibrate.h"
 #include "engine/engine.h"
+#include "gpu/cuda_backend.h"
 #include "model/cpu_backend.h"
 #include "recall/record.h"
 #include "tokenizer/tokenizer.h"
@@ -76,15 +81,34 @@ void row(const char* workload, const char* mode, const Run& run, const Run& plai
 int main(int argc, char** argv) {
     std::string model_dir = TF_BENCH_DEFAULT_MODEL;
     int threads = 0, tokens = 256;
+    std::string device = "cpu";
     model::WeightOptions weights;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (arg == "--tokens" && i + 1 < argc) tokens = std::atoi(argv[++i]);
         else if (arg == "--quantize" && i + 1 < argc) weights.quantize = model::kernels::parse_quant_type(argv[++i]);
+        else if (arg == "--device" && i + 1 < argc) device = argv[++i];
         else model_dir = arg;
     }
-    auto backend = model::load_cpu_backend(model_dir, threads, weights);
+    if (device != "cpu" && device != "cuda") {
+        std::fprintf(stderr, "bench-engine: --device takes cpu or cuda, not %s\n", device.c_str());
+        return 2;
+    }
+    std::unique_ptr<model::Backend> backend;
+    if (device == "cuda") {
+        gpu::CudaLoadInfo info;
+        try {
+            backend = gpu::load_cuda_backend(model_dir, gpu::CudaOptions{}, &info);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "bench-engine: --device cuda: %s\n", e.what());
+            return 2;
+        }
+        std::printf("%s on %s: weights %.1f MiB, KV pool %lld positions\n", model_dir.c_str(), info.device_name.c_str(),
+                    static_cast<double>(info.weight_bytes) / 1048576.0, static_cast<long long>(info.kv_tokens));
+    } else {
+        backend = model::load_cpu_backend(model_dir, threads, weights);
+    }
     if (const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get()))
         std::printf("%s: %s\n", model_dir.c_str(), cpu->weights().summary().c_str());
     auto tok = tokenizer::Tokenizer::load(model_dir);

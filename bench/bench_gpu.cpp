@@ -1,10 +1,15 @@
 // bench-gpu: the CUDA backend's speed on one device, as Markdown tables.
 //  1. device-to-device copy bandwidth (the memory roofline);
 //  2. our batch-invariant GEMM against cuBLAS (bf16 in, fp32 accumulate)
-//     on Qwen3-8B-shaped weights (random bf16), M = 1..512 rows: time,
+//     on Qwen3-8B-shaped weights (random bf16), M = 1..512 rows (powers of two): time,
 //     cost(M) / cost(1), weight bytes read per second against the copy
 //     bandwidth;
-//  3. whole forward rounds of tinycode (or MODEL_DIR) at 1, 16 and 64 rows.
+//  3. whole forward rounds of tinycode (or MODEL_DIR) at 1, 16 and 64 rows,
+//     and verify rounds of one stream at 1..64 rows (cost(M)/cost(1) of a
+//     whole forward).
+// Each part runs on even when another failed (its error is printed in its
+// place); a failed cuBLAS call prints n/a in its cells. Exit status 1 when a
+// part failed, 2 without a device.
 //
 // cuBLAS is only a reference here and is loaded at run time (dlopen of
 // libcublas.so.13, .12, or $TF_CUBLAS): the library is half a gigabyte with
@@ -102,11 +107,11 @@ struct Cublas {
 
     // y[m, n] = x[m, k] · w[n, k]ᵀ, all row-major: in cuBLAS's column-major
     // terms yᵀ (n x m) = w (k x n stored, transposed) · xᵀ (k x m).
-    void gemm(const bf16_bits* x, const bf16_bits* w, float* y, int m, int n, int k) const {
+    // The status of the call; bench-gpu reports a failure as n/a and goes on.
+    cublasStatus_t gemm(const bf16_bits* x, const bf16_bits* w, float* y, int m, int n, int k) const {
         const float one = 1.0f, zero = 0.0f;
-        const cublasStatus_t s = gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16BF, k, x, CUDA_R_16BF,
-                                         k, &zero, y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-        if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasGemmEx failed: status " + std::to_string(s));
+        return gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16BF, k, x, CUDA_R_16BF, k, &zero, y,
+                       CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
 };
 
@@ -145,8 +150,9 @@ void gemm_table(cudaStream_t stream, double copy_gbs) {
     const std::vector<Shape> shapes = {{"q_proj / o_proj", 4096, 4096}, {"k_proj / v_proj", 1024, 4096},
                                        {"gate_proj / up_proj", 12288, 4096}, {"down_proj", 4096, 12288},
                                        {"lm_head", 151936, 4096}};
-    const std::vector<int> ms_rows = {1, 16, 64, 128, 512};
+    const std::vector<int> ms_rows = {1, 2, 4, 8, 16, 32, 64, 128, 512};
     Cublas cublas(stream);
+    int failures = 0;
     std::printf("\n## GEMM: ours (one tile shape, no split-K) vs cuBLAS, bf16 in, fp32 accumulate\n\n");
     if (!cublas.available()) std::printf("cuBLAS not loaded (%s): its columns say n/a.\n\n", cublas.why.c_str());
     std::printf("| weight [N, K] | M | ours ms | cost(M)/cost(1) | ours GB/s | %% of copy | cuBLAS ms | cuBLAS GB/s | ours / cuBLAS |\n");
@@ -170,10 +176,17 @@ void gemm_table(cudaStream_t stream, double copy_gbs) {
             const double ours_gbs = weight_bytes / (ours * 1e-3) / 1e9;
             std::printf("| %s [%d, %d] | %d | %.4f | %.2f | %.0f | %.0f%% |", s.name, s.n, s.k, m, ours, ours / ours_one,
                         ours_gbs, 100.0 * ours_gbs / copy_gbs);
-            if (cublas.available()) {
+            // One call first: a failing cuBLAS (no kernel for this card,
+            // a library that does not match the driver) gives n/a, not an abort.
+            const cublasStatus_t status = cublas.available() ? cublas.gemm(x, w, y, m, s.n, s.k) : CUBLAS_STATUS_NOT_INITIALIZED;
+            if (cublas.available() && status == CUBLAS_STATUS_SUCCESS && cudaStreamSynchronize(stream) == cudaSuccess) {
                 const double ref = time_ms(stream, 20, [&] { cublas.gemm(x, w, y, m, s.n, s.k); });
                 std::printf(" %.4f | %.0f | %.2f |\n", ref, weight_bytes / (ref * 1e-3) / 1e9, ours / ref);
             } else {
+                if (cublas.available() && failures++ == 0) {
+                    std::fprintf(stderr, "bench-gpu: cublasGemmEx failed (status %d, %s) at M %d, N %d, K %d; its cells say n/a\n",
+                                 static_cast<int>(status), cudaGetErrorString(cudaGetLastError()), m, s.n, s.k);
+                }
                 std::printf(" n/a | n/a | n/a |\n");
             }
         }
@@ -218,38 +231,80 @@ void forward_table(const std::string& dir) {
         std::printf("| %d | %d | %.3f | %.4f |\n", m, kContext, ms, ms / m);
         for (int32_t s = 0; s < m; ++s) backend->close_stream(s);
     }
+
+    // Verify rounds: one stream checks a draft of k tokens, k + 1 rows in one
+    // forward, each sampling its next token (what a Recall copy costs).
+    std::printf("\n| rows of one stream (1 + draft) | context | ms per round | cost(M)/cost(1) |\n|---:|---:|---:|---:|\n");
+    const std::vector<tf::model::SamplingParams> one = {{.temperature = 0.0f}};
+    double one_row_ms = 0;
+    for (int32_t m : {1, 2, 4, 8, 16, 32, 64}) {
+        backend->open_stream(0, kContext + 2 * 64 + 8);
+        std::vector<tf::model::Row> rows;
+        for (int32_t p = 0; p < kContext; ++p) rows.push_back({0, p, (p * 7) % vocab});
+        std::vector<float> unused;
+        backend->forward(rows, unused);
+        tf::model::RowOutputs out;
+        auto verify = [&] {
+            rows.clear();
+            for (int32_t i = 0; i < m; ++i) rows.push_back({0, kContext + i, (i * 13) % vocab, false, 0});
+            backend->forward(rows, one, out);
+            backend->truncate(0, kContext);  // the draft is thrown away; the next round checks the same positions
+        };
+        verify();  // captures the bucket's graph
+        const auto started = std::chrono::steady_clock::now();
+        for (int32_t r = 0; r < kRounds; ++r) verify();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() / kRounds;
+        if (m == 1) one_row_ms = ms;
+        std::printf("| %d | %d | %.3f | %.2f |\n", m, kContext, ms, ms / one_row_ms);
+        backend->close_stream(0);
+    }
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Runs one part of the benchmark; a failure is printed and the next part
+// still runs, so one broken table does not cost the others.
+bool section(const char* name, const std::function<void()>& run) {
     try {
-        std::string dir;
-        if (argc > 1) {
-            dir = argv[1];
-        } else {
-            const char* source = std::getenv("TF_SOURCE_DIR");
-            dir = std::string(source && *source ? source : TF_BENCH_SOURCE_DIR) + "/models/tinycode";
-        }
-        std::string why;
-        const auto devices = tf::gpu::list_devices(&why);
-        if (devices.empty()) {
-            std::fprintf(stderr, "bench-gpu: no CUDA device: %s\n", why.c_str());
-            return 2;
-        }
-        std::printf("# bench-gpu on %s (compute %d.%d, %.1f GiB)\n\n", devices[0].name.c_str(), devices[0].compute_major,
-                    devices[0].compute_minor, devices[0].memory_bytes / 1073741824.0);
-        TF_CUDA_CHECK(cudaSetDevice(0));
-        cudaStream_t stream = nullptr;
-        TF_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        const double copy_gbs = copy_bandwidth(stream);
-        std::printf("| measure | value |\n|---|---:|\n| device-to-device copy (read + write) | %.0f GB/s |\n", copy_gbs);
-        gemm_table(stream, copy_gbs);
-        cudaStreamDestroy(stream);
-        forward_table(dir);
-        return 0;
+        run();
+        return true;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "bench-gpu: %s\n", e.what());
-        return 1;
+        std::printf("\n%s: failed: %s\n", name, e.what());
+        std::fprintf(stderr, "bench-gpu: %s failed: %s\n", name, e.what());
+        return false;
     }
+}
+
+int main(int argc, char** argv) {
+    std::string dir;
+    if (argc > 1) {
+        dir = argv[1];
+    } else {
+        const char* source = std::getenv("TF_SOURCE_DIR");
+        dir = std::string(source && *source ? source : TF_BENCH_SOURCE_DIR) + "/models/tinycode";
+    }
+    std::string why;
+    const auto devices = tf::gpu::list_devices(&why);
+    if (devices.empty()) {
+        std::fprintf(stderr, "bench-gpu: no CUDA device: %s\n", why.c_str());
+        return 2;
+    }
+    std::printf("# bench-gpu on %s (compute %d.%d, %.1f GiB)\n\n", devices[0].name.c_str(), devices[0].compute_major,
+                devices[0].compute_minor, devices[0].memory_bytes / 1073741824.0);
+    bool ok = true;
+    cudaStream_t stream = nullptr;
+    double copy_gbs = 0;
+    ok &= section("copy bandwidth", [&] {
+        TF_CUDA_CHECK(cudaSetDevice(0));
+        TF_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        copy_gbs = copy_bandwidth(stream);
+        std::printf("| measure | value |\n|---|---:|\n| device-to-device copy (read + write) | %.0f GB/s |\n", copy_gbs);
+    });
+    if (stream) {
+        ok &= section("GEMM table", [&] { gemm_table(stream, copy_gbs); });
+        cudaStreamDestroy(stream);
+    }
+    ok &= section("whole forward", [&] { forward_table(dir); });
+    std::fflush(stdout);
+    return ok ? 0 : 1;
 }
