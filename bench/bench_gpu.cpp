@@ -178,14 +178,17 @@ void gemm_table(cudaStream_t stream, double copy_gbs) {
                         ours_gbs, 100.0 * ours_gbs / copy_gbs);
             // One call first: a failing cuBLAS (no kernel for this card,
             // a library that does not match the driver) gives n/a, not an abort.
-            const cublasStatus_t status = cublas.available() ? cublas.gemm(x, w, y, m, s.n, s.k) : CUBLAS_STATUS_NOT_INITIALIZED;
+            const cublasStatus_t status =
+                cublas.available() ? cublas.gemm(x, w, y, m, s.n, s.k) : CUBLAS_STATUS_NOT_INITIALIZED;
             if (cublas.available() && status == CUBLAS_STATUS_SUCCESS && cudaStreamSynchronize(stream) == cudaSuccess) {
                 const double ref = time_ms(stream, 20, [&] { cublas.gemm(x, w, y, m, s.n, s.k); });
                 std::printf(" %.4f | %.0f | %.2f |\n", ref, weight_bytes / (ref * 1e-3) / 1e9, ours / ref);
             } else {
                 if (cublas.available() && failures++ == 0) {
-                    std::fprintf(stderr, "bench-gpu: cublasGemmEx failed (status %d, %s) at M %d, N %d, K %d; its cells say n/a\n",
-                                 static_cast<int>(status), cudaGetErrorString(cudaGetLastError()), m, s.n, s.k);
+                    std::fprintf(
+                        stderr,
+                        "bench-gpu: cublasGemmEx failed (status %d, %s) at M %d, N %d, K %d; its cells say n/a\n",
+                        static_cast<int>(status), cudaGetErrorString(cudaGetLastError()), m, s.n, s.k);
                 }
                 std::printf(" n/a | n/a | n/a |\n");
             }
@@ -234,7 +237,8 @@ void forward_table(const std::string& dir) {
 
     // Verify rounds: one stream checks a draft of k tokens, k + 1 rows in one
     // forward, each sampling its next token (what a Recall copy costs).
-    std::printf("\n| rows of one stream (1 + draft) | context | ms per round | cost(M)/cost(1) |\n|---:|---:|---:|---:|\n");
+    std::printf(
+        "\n| rows of one stream (1 + draft) | context | ms per round | cost(M)/cost(1) |\n|---:|---:|---:|---:|\n");
     const std::vector<tf::model::SamplingParams> one = {{.temperature = 0.0f}};
     double one_row_ms = 0;
     for (int32_t m : {1, 2, 4, 8, 16, 32, 64}) {
@@ -253,7 +257,8 @@ void forward_table(const std::string& dir) {
         verify();  // captures the bucket's graph
         const auto started = std::chrono::steady_clock::now();
         for (int32_t r = 0; r < kRounds; ++r) verify();
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() / kRounds;
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() / kRounds;
         if (m == 1) one_row_ms = ms;
         std::printf("| %d | %d | %.3f | %.2f |\n", m, kContext, ms, ms / one_row_ms);
         backend->close_stream(0);

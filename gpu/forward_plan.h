@@ -90,19 +90,19 @@ ChunkInputs pack_chunk(std::span<const model::Row> rows, std::span<const model::
 struct ScratchPlan {
     int32_t rows = 0;
     int64_t split_budget = 0;
-    size_t x = 0;             // residual stream, fp32 [rows, hidden]
-    size_t act = 0;           // GEMM input, bf16 [rows, max(hidden, q_dim, inter)]
-    size_t qkv = 0;           // fp32 [rows, q_dim + 2 kv_dim]
-    size_t gate_up = 0;       // fp32 [rows, 2 inter]
-    size_t logits = 0;        // fp32 [rows, vocab]
-    size_t partial_ml = 0;    // fp32 [split_budget, heads, 2]
-    size_t partial_acc = 0;   // fp32 [split_budget, heads, head_dim]
-    size_t sample_keys = 0;   // u64 [kSamplerBlocks, vocab]
-    size_t sample_weights = 0;// f64 [kSamplerBlocks, vocab]
-    size_t tokens = 0;        // i32 [rows]
-    size_t device_rows = 0;   // DeviceRow [rows]
-    size_t out_rows = 0;      // i32 [rows]
-    size_t samplers = 0;      // DeviceSampler [rows]
+    size_t x = 0;               // residual stream, fp32 [rows, hidden]
+    size_t act = 0;             // GEMM input, bf16 [rows, max(hidden, q_dim, inter)]
+    size_t qkv = 0;             // fp32 [rows, q_dim + 2 kv_dim]
+    size_t gate_up = 0;         // fp32 [rows, 2 inter]
+    size_t logits = 0;          // fp32 [rows, vocab]
+    size_t partial_ml = 0;      // fp32 [split_budget, heads, 2]
+    size_t partial_acc = 0;     // fp32 [split_budget, heads, head_dim]
+    size_t sample_keys = 0;     // u64 [kSamplerBlocks, vocab]
+    size_t sample_weights = 0;  // f64 [kSamplerBlocks, vocab]
+    size_t tokens = 0;          // i32 [rows]
+    size_t device_rows = 0;     // DeviceRow [rows]
+    size_t out_rows = 0;        // i32 [rows]
+    size_t samplers = 0;        // DeviceSampler [rows]
 
     // Every buffer rounded up to kAlign, added.
     size_t total() const;

@@ -113,7 +113,8 @@ void gemm(const Gemm& g, cudaStream_t stream) {
     TF_GPU_REQUIRE(g.lda >= g.k && g.ldw >= g.k && g.ldy >= g.n_cols, "gemm: leading dimension shorter than a row");
     TF_GPU_REQUIRE(aligned16(g.a) && aligned16(g.w), "gemm: a and w must be 16-byte aligned");
     TF_GPU_REQUIRE(g.y != nullptr, "gemm: no output");
-    const dim3 grid(static_cast<unsigned>(gemm_column_tiles(g.n_cols)), static_cast<unsigned>(gemm_row_tiles(g.m_rows)));
+    const dim3 grid(static_cast<unsigned>(gemm_column_tiles(g.n_cols)),
+                    static_cast<unsigned>(gemm_row_tiles(g.m_rows)));
     TF_GPU_REQUIRE(grid.y <= 65535u, "gemm: too many rows for one launch");
     gemm_kernel<<<grid, kGemmThreads, 0, stream>>>(g);
     TF_CUDA_CHECK_LAUNCH("gemm_kernel");

@@ -63,7 +63,7 @@ TF_HOST_DEVICE inline SplitKeys split_keys(const DeviceRow& row, int32_t j) {
 constexpr int32_t kSplitBlocks = kAttentionSplit / kBlockPositions;
 TF_HOST_DEVICE constexpr int32_t split_table_entry(const DeviceRow& row, int32_t split_start, int32_t t) {
     return (split_start / kBlockPositions + t) * kBlockPositions <= row.position ? split_start / kBlockPositions + t
-                                                                                : -1;
+                                                                                 : -1;
 }
 
 // The attention partial slot of split j of a row, for q head h.

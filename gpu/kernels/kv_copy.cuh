@@ -15,7 +15,8 @@ __global__ void copy_kv_blocks_kernel(const int32_t* pairs, int64_t num_blocks, 
     const int64_t layer = blockIdx.y;
     const int64_t vectors = block_elems / 8;  // 16-byte vectors
     for (bf16_bits* pool : {keys, values}) {
-        const auto* from = reinterpret_cast<const uint4*>(pool + kv_block_offset(layer, source, num_blocks, block_elems));
+        const auto* from =
+            reinterpret_cast<const uint4*>(pool + kv_block_offset(layer, source, num_blocks, block_elems));
         auto* to = reinterpret_cast<uint4*>(pool + kv_block_offset(layer, target, num_blocks, block_elems));
         for (int64_t e = threadIdx.x; e < vectors; e += blockDim.x) to[e] = from[e];
     }

@@ -153,7 +153,8 @@ TEST(GpuGemmTiling, EmulatedKernelEqualsAPlainMatmulForEveryTail) {
         }
         const std::vector<float> before = y;
 
-        HostGemm g{a.data(), lda, w.data(), ldw, s.bias ? bias.data() : nullptr, y.data(), ldy, s.m, s.n, s.k, s.accumulate};
+        HostGemm g{a.data(), lda, w.data(), ldw,         s.bias ? bias.data() : nullptr, y.data(), ldy,
+                   s.m,      s.n, s.k,      s.accumulate};
         emulate_gemm(g);
         if (HasFatalFailure()) return;
 

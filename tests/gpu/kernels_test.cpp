@@ -59,7 +59,8 @@ void run_every_kernel(const std::string& dir) {
     backend->forward(round, samplers, together);
     ASSERT_EQ(together.tokens.size(), 3u);
     for (int32_t t : together.tokens) ASSERT_TRUE(t >= 0 && t < vocab);
-    EXPECT_EQ(together.tokens[0], model::argmax(std::span<const float>(together.logits.data(), static_cast<size_t>(vocab))));
+    EXPECT_EQ(together.tokens[0],
+              model::argmax(std::span<const float>(together.logits.data(), static_cast<size_t>(vocab))));
 
     backend->truncate(1, 600);
     backend->truncate(2, 301);
@@ -87,13 +88,19 @@ struct DeviceGemm {
     DeviceMemory a, w, bias, y;
     int m, n, k;
 
-    DeviceGemm(const std::vector<uint16_t>& a_host, const std::vector<uint16_t>& w_host, const std::vector<float>& bias_host,
-               int m_rows, int n_cols, int k_depth)
-        : a(a_host.size() * 2), w(w_host.size() * 2), bias(bias_host.size() * 4),
-          y(static_cast<size_t>(m_rows) * n_cols * 4), m(m_rows), n(n_cols), k(k_depth) {
+    DeviceGemm(const std::vector<uint16_t>& a_host, const std::vector<uint16_t>& w_host,
+               const std::vector<float>& bias_host, int m_rows, int n_cols, int k_depth)
+        : a(a_host.size() * 2),
+          w(w_host.size() * 2),
+          bias(bias_host.size() * 4),
+          y(static_cast<size_t>(m_rows) * n_cols * 4),
+          m(m_rows),
+          n(n_cols),
+          k(k_depth) {
         TF_CUDA_CHECK(cudaMemcpy(a.get(), a_host.data(), a_host.size() * 2, cudaMemcpyHostToDevice));
         TF_CUDA_CHECK(cudaMemcpy(w.get(), w_host.data(), w_host.size() * 2, cudaMemcpyHostToDevice));
-        if (!bias_host.empty()) TF_CUDA_CHECK(cudaMemcpy(bias.get(), bias_host.data(), bias_host.size() * 4, cudaMemcpyHostToDevice));
+        if (!bias_host.empty())
+            TF_CUDA_CHECK(cudaMemcpy(bias.get(), bias_host.data(), bias_host.size() * 4, cudaMemcpyHostToDevice));
     }
 
     // Rows [first, first + rows) of a, into y's rows from 0; y first holds `initial`.
@@ -126,8 +133,9 @@ TEST_F(GpuKernels, GemmEqualsAnExactHostMatmulWithRowAndColumnTails) {
     };
     std::mt19937 rng(3);
     auto small = [&] { return static_cast<int>(rng() % 7) - 3; };
-    for (const Shape s : {Shape{1, 1000, 344, false, false}, Shape{15, 40, 96, true, false}, Shape{17, 70, 8, false, true},
-                          Shape{65, 1000, 344, true, true}, Shape{130, 688, 256, true, false}}) {
+    for (const Shape s :
+         {Shape{1, 1000, 344, false, false}, Shape{15, 40, 96, true, false}, Shape{17, 70, 8, false, true},
+          Shape{65, 1000, 344, true, true}, Shape{130, 688, 256, true, false}}) {
         SCOPED_TRACE("M " + std::to_string(s.m) + " N " + std::to_string(s.n) + " K " + std::to_string(s.k));
         std::vector<int> a_int(static_cast<size_t>(s.m) * s.k), w_int(static_cast<size_t>(s.n) * s.k);
         std::vector<uint16_t> a(a_int.size()), w(w_int.size());
@@ -144,7 +152,8 @@ TEST_F(GpuKernels, GemmEqualsAnExactHostMatmulWithRowAndColumnTails) {
         for (int m = 0; m < s.m; ++m) {
             for (int n = 0; n < s.n; ++n) {
                 int64_t sum = 0;
-                for (int k = 0; k < s.k; ++k) sum += int64_t{a_int[static_cast<size_t>(m) * s.k + k]} * w_int[static_cast<size_t>(n) * s.k + k];
+                for (int k = 0; k < s.k; ++k)
+                    sum += int64_t{a_int[static_cast<size_t>(m) * s.k + k]} * w_int[static_cast<size_t>(n) * s.k + k];
                 const size_t at = static_cast<size_t>(m) * s.n + n;
                 float expected = static_cast<float>(sum) + (s.bias ? bias[static_cast<size_t>(n)] : 0.0f);
                 if (s.accumulate) expected += initial[at];
@@ -167,9 +176,12 @@ TEST_F(GpuKernels, GemmRowsAreBitwiseTheSameAloneAndInAnyBatch) {
     const std::vector<float> batch17 = gemm.run(0, 17, false, zeros);
     for (int r : {0, 1, 16, 63, 64, 100, 129}) {
         const std::vector<float> alone = gemm.run(r, 1, false, zeros);  // the row at place 0 of a one-row tile
-        EXPECT_EQ(std::memcmp(alone.data(), batch.data() + static_cast<size_t>(r) * kN, kN * 4), 0) << "row " << r << " alone";
+        EXPECT_EQ(std::memcmp(alone.data(), batch.data() + static_cast<size_t>(r) * kN, kN * 4), 0)
+            << "row " << r << " alone";
         if (r < 17) {
-            EXPECT_EQ(std::memcmp(batch17.data() + static_cast<size_t>(r) * kN, batch.data() + static_cast<size_t>(r) * kN, kN * 4), 0)
+            EXPECT_EQ(std::memcmp(batch17.data() + static_cast<size_t>(r) * kN,
+                                  batch.data() + static_cast<size_t>(r) * kN, kN * 4),
+                      0)
                 << "row " << r << " in a batch of 17";
         }
     }

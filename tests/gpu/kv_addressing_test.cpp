@@ -84,7 +84,8 @@ public:
             for (int32_t layer = 0; layer < kLayers; ++layer) {
                 const size_t s = kv_block_offset(layer, source, kPoolBlocks, elems);
                 const size_t t = kv_block_offset(layer, target, kPoolBlocks, elems);
-                std::copy(pool_.begin() + static_cast<std::ptrdiff_t>(s), pool_.begin() + static_cast<std::ptrdiff_t>(s + elems),
+                std::copy(pool_.begin() + static_cast<std::ptrdiff_t>(s),
+                          pool_.begin() + static_cast<std::ptrdiff_t>(s + elems),
                           pool_.begin() + static_cast<std::ptrdiff_t>(t));
             }
         }
@@ -117,7 +118,8 @@ private:
                 for (int32_t kv_head = 0; kv_head < kKvHeads; ++kv_head) {
                     const size_t at = kv_block_offset(layer, 0, kPoolBlocks, shape_.block_elems()) +
                                       kv_row_offset(block, kv_head, kv_slot(row.position), kKvHeads, kHeadDim);
-                    for (int32_t d = 0; d < kHeadDim; ++d) pool_[at + d] = tag(stream, version, row.position, layer, kv_head, d);
+                    for (int32_t d = 0; d < kHeadDim; ++d)
+                        pool_[at + d] = tag(stream, version, row.position, layer, kv_head, d);
                 }
             }
         }
@@ -142,7 +144,8 @@ private:
                     blocks[t] = entry >= 0 ? in.tables[static_cast<size_t>(row.table_offset + entry)] : -1;
                 }
                 for (int32_t h = 0; h < kHeads; ++h) {
-                    ASSERT_TRUE(slots.insert(partial_slot(row, j, kHeads, h)).second) << "two splits share a partial slot";
+                    ASSERT_TRUE(slots.insert(partial_slot(row, j, kHeads, h)).second)
+                        << "two splits share a partial slot";
                     const int32_t kv_head = kv_head_of(h, kHeads, kKvHeads);
                     for (int32_t p = keys.p0; p <= keys.p1; ++p) {
                         const int32_t block = blocks[(p - keys.start) / kBlockPositions];

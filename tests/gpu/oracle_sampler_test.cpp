@@ -47,7 +47,9 @@ constexpr double kOracleTolerance = 2e-2;
 // swap order only if the truth has them closer than twice that: a step
 // whose reference gap is below this is a near-tie, where the device may
 // pick the other id without a bug.
-double near_tie_margin(float logit) { return 2 * kOracleTolerance * std::max(1.0, std::fabs(static_cast<double>(logit))); }
+double near_tie_margin(float logit) {
+    return 2 * kOracleTolerance * std::max(1.0, std::fabs(static_cast<double>(logit)));
+}
 
 // Every row of prompt + greedy[:-1] wants logits: row prompt.size() - 1 + s
 // chose greedy[s].
@@ -78,7 +80,8 @@ TEST_F(GpuReference, GreedyIdsOfTinycodeFollowTheTransformersOracleUpToNearTies)
         std::vector<bool> tie_at(g.greedy.size(), false);
         for (size_t k = 0; k < g.top5_ids.size(); ++k) {
             const float logit = ours[first_row * vocab + static_cast<size_t>(g.top5_ids[k])];
-            const double error = std::fabs(logit - g.top5_logits[k]) / std::max(1.0, std::fabs(static_cast<double>(g.top5_logits[k])));
+            const double error =
+                std::fabs(logit - g.top5_logits[k]) / std::max(1.0, std::fabs(static_cast<double>(g.top5_logits[k])));
             worst = std::max(worst, error);
             EXPECT_LE(error, kOracleTolerance) << "top" << k;
         }
@@ -93,8 +96,8 @@ TEST_F(GpuReference, GreedyIdsOfTinycodeFollowTheTransformersOracleUpToNearTies)
             const double margin = near_tie_margin(ref[static_cast<size_t>(expected)]);
             tie_at[s] = gap <= margin;
             near_ties += tie_at[s] ? 1 : 0;
-            std::printf("case %zu step %zu: device picks %d, oracle %d; reference gap %.4f, near-tie margin %.4f\n", c, s,
-                        pick, expected, gap, margin);
+            std::printf("case %zu step %zu: device picks %d, oracle %d; reference gap %.4f, near-tie margin %.4f\n", c,
+                        s, pick, expected, gap, margin);
             EXPECT_LE(gap, margin) << "step " << s << ": the device picks " << pick << " over the oracle's " << expected
                                    << ", which the fp32 reference prefers by more than bf16 rounding explains";
         }
@@ -118,21 +121,22 @@ TEST_F(GpuReference, GreedyIdsOfTinycodeFollowTheTransformersOracleUpToNearTies)
             produced.push_back(out.tokens[0]);
         }
         gpu->close_stream(stream);
-        const auto diverged = static_cast<size_t>(std::mismatch(produced.begin(), produced.end(), g.greedy.begin()).first -
-                                                  produced.begin());
+        const auto diverged = static_cast<size_t>(
+            std::mismatch(produced.begin(), produced.end(), g.greedy.begin()).first - produced.begin());
         if (diverged == g.greedy.size()) {
             ++whole;
             std::printf("case %zu: all %zu greedy ids equal the oracle's\n", c, g.greedy.size());
         } else {
             std::printf("case %zu: greedy decoding leaves the oracle at step %zu (device %d, oracle %d)\n", c, diverged,
                         produced[diverged], g.greedy[diverged]);
-            EXPECT_TRUE(tie_at[diverged]) << "free-running decoding leaves the oracle at step " << diverged
-                                          << ", which is not a near-tie";
+            EXPECT_TRUE(tie_at[diverged])
+                << "free-running decoding leaves the oracle at step " << diverged << ", which is not a near-tie";
         }
     }
-    std::printf("tinycode on the GPU: %zu of %zu cases equal the oracle on every id; %zu near-tie steps of %zu differ; "
-                "largest relative top-5 logit difference at the prompt's end %.2e\n",
-                whole, cases.size(), near_ties, steps, worst);
+    std::printf(
+        "tinycode on the GPU: %zu of %zu cases equal the oracle on every id; %zu near-tie steps of %zu differ; "
+        "largest relative top-5 logit difference at the prompt's end %.2e\n",
+        whole, cases.size(), near_ties, steps, worst);
 }
 
 // More sampled picks than this share may differ from model::sample, each
@@ -185,22 +189,24 @@ TEST_F(GpuReference, DeviceSamplerPicksWhatModelSampleDoesOnTheReturnedLogits) {
             const std::span<const float> logits(out.logits.data() + r * vocab, static_cast<size_t>(vocab));
             if (first_logits.empty()) first_logits.assign(logits.begin(), logits.end());
             // Every row holds the same tokens: the same logits, bitwise.
-            EXPECT_EQ(std::memcmp(logits.data(), first_logits.data(), first_logits.size() * sizeof(float)), 0) << "row " << r;
+            EXPECT_EQ(std::memcmp(logits.data(), first_logits.data(), first_logits.size() * sizeof(float)), 0)
+                << "row " << r;
             const int32_t expected = model::sample(logits, group[r], at + 1);
             const bool is_greedy = group[r].greedy();
             (is_greedy ? greedy : sampled) += 1;
             if (out.tokens[r] != expected) {
                 (is_greedy ? greedy_mismatches : sampled_mismatches) += 1;
-                std::printf("sampler mismatch in a forward of %zu rows, row %zu: T %.2f top_k %d top_p %.2f min_p %.2f "
-                            "seed %llu: device %d, model::sample %d\n",
-                            size, r, group[r].temperature, group[r].top_k, group[r].top_p, group[r].min_p,
-                            static_cast<unsigned long long>(group[r].seed), out.tokens[r], expected);
+                std::printf(
+                    "sampler mismatch in a forward of %zu rows, row %zu: T %.2f top_k %d top_p %.2f min_p %.2f "
+                    "seed %llu: device %d, model::sample %d\n",
+                    size, r, group[r].temperature, group[r].top_k, group[r].top_p, group[r].min_p,
+                    static_cast<unsigned long long>(group[r].seed), out.tokens[r], expected);
             }
         }
     }
     ASSERT_EQ(begin, all.size());
-    std::printf("device sampler: %zu/%zu greedy and %zu/%zu sampled picks differ from model::sample\n", greedy_mismatches,
-                greedy, sampled_mismatches, sampled);
+    std::printf("device sampler: %zu/%zu greedy and %zu/%zu sampled picks differ from model::sample\n",
+                greedy_mismatches, greedy, sampled_mismatches, sampled);
     EXPECT_EQ(greedy_mismatches, 0u);
     EXPECT_LE(static_cast<double>(sampled_mismatches), kSampledMismatchShare * static_cast<double>(sampled));
 }

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gpu/forward_plan.h"
-#include "model/model_config.h"
 #include "gpu/kv_blocks.h"
+#include "model/model_config.h"
 
 namespace tf::gpu {
 namespace {
