@@ -153,8 +153,17 @@ TEST(GpuGemmTiling, EmulatedKernelEqualsAPlainMatmulForEveryTail) {
         }
         const std::vector<float> before = y;
 
-        HostGemm g{a.data(), lda, w.data(), ldw,         s.bias ? bias.data() : nullptr, y.data(), ldy,
-                   s.m,      s.n, s.k,      s.accumulate};
+        HostGemm g{.a = a.data(),
+                   .lda = lda,
+                   .w = w.data(),
+                   .ldw = ldw,
+                   .bias = s.bias ? bias.data() : nullptr,
+                   .y = y.data(),
+                   .ldy = ldy,
+                   .m_rows = s.m,
+                   .n_cols = s.n,
+                   .k = s.k,
+                   .accumulate = s.accumulate};
         emulate_gemm(g);
         if (HasFatalFailure()) return;
 
