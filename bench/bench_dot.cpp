@@ -12,7 +12,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "model/kernels/isa.h"
+#include "cpu/kernels/isa.h"
 
 namespace {
 
@@ -54,10 +54,10 @@ double dot_rate() {
 }  // namespace
 
 int main() {
-    using tf::model::kernels::Isa;
+    using tf::cpu::kernels::Isa;
     const double fma = fma_rate();
     std::printf("VFMADD231PS zmm: %.2f G instructions/s = %.1f G multiply-adds/s\n", fma / 1e9, fma * 16 / 1e9);
-    if (!tf::model::kernels::isa_supported(Isa::avx512_bf16)) {
+    if (!tf::cpu::kernels::isa_supported(Isa::avx512_bf16)) {
         std::printf("VDPBF16PS: does not run on this CPU\n");
         return 0;
     }

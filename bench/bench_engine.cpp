@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "engine/calibrate.h"
 #include "engine/engine.h"
 #include "gpu/cuda_backend.h"
-#include "model/cpu_backend.h"
 #include "recall/record.h"
 #include "tokenizer/tokenizer.h"
 
@@ -82,12 +82,13 @@ int main(int argc, char** argv) {
     std::string model_dir = TF_BENCH_DEFAULT_MODEL;
     int threads = 0, tokens = 256;
     std::string device = "cpu";
-    model::WeightOptions weights;
+    cpu::WeightOptions weights;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (arg == "--tokens" && i + 1 < argc) tokens = std::atoi(argv[++i]);
-        else if (arg == "--quantize" && i + 1 < argc) weights.quantize = model::kernels::parse_quant_type(argv[++i]);
+        else if (arg == "--quantize" && i + 1 < argc)
+            weights.quantize = model::parse_quant_type(argv[++i]);
         else if (arg == "--device" && i + 1 < argc) device = argv[++i];
         else model_dir = arg;
     }
@@ -107,9 +108,9 @@ int main(int argc, char** argv) {
         std::printf("%s on %s: weights %.1f MiB, KV pool %lld positions\n", model_dir.c_str(), info.device_name.c_str(),
                     static_cast<double>(info.weight_bytes) / 1048576.0, static_cast<long long>(info.kv_tokens));
     } else {
-        backend = model::load_cpu_backend(model_dir, threads, weights);
+        backend = cpu::load_cpu_backend(model_dir, threads, weights);
     }
-    if (const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get()))
+    if (const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get()))
         std::printf("%s: %s\n", model_dir.c_str(), cpu->weights().summary().c_str());
     auto tok = tokenizer::Tokenizer::load(model_dir);
     // The server's budget; up to 64 rows, so that the table below can show them.

@@ -24,15 +24,15 @@
 #include <tuple>
 #include <vector>
 
-#include "model/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 
 namespace {
 
-using tf::model::CpuBackend;
+using tf::cpu::CpuBackend;
 using tf::model::Row;
 
 std::string g_model_dir = TF_BENCH_DEFAULT_MODEL;
-std::optional<tf::model::kernels::QuantType> g_quantize;  // --quantize=TYPE
+std::optional<tf::model::QuantType> g_quantize;  // --quantize=TYPE
 constexpr int32_t kRowsList[] = {1, 2, 4, 8, 16, 32, 64};
 
 // Runs fn(t, begin, end) for slice t of `threads` slices of [0, n), each
@@ -139,12 +139,12 @@ CpuBackend& backend_for(int threads, int32_t context) {
     if (!f.backend) {
         const char* isa_text = std::getenv("TF_ISA");
         const char* activations_text = std::getenv("TF_ACTIVATIONS");
-        const auto isa = tf::model::kernels::parse_isa(isa_text ? isa_text : "auto");
-        tf::model::WeightOptions weights;
+        const auto isa = tf::cpu::kernels::parse_isa(isa_text ? isa_text : "auto");
+        tf::cpu::WeightOptions weights;
         weights.quantize = g_quantize;
-        f.backend = tf::model::load_cpu_backend(
-            g_model_dir, threads, isa, tf::model::kernels::parse_activations(activations_text ? activations_text : "auto", isa),
-            weights);
+        f.backend = tf::cpu::load_cpu_backend(
+            g_model_dir, threads, isa,
+            tf::cpu::kernels::parse_activations(activations_text ? activations_text : "auto", isa), weights);
         for (int s = 0; s < 8; ++s) f.backend->open_stream(s, 1024 + 64 + 1);
     }
     if (f.context != context) {
@@ -307,7 +307,7 @@ void print_tables(const TableReporter& r) {
     const double weight_bytes = static_cast<double>(any.weights().matmul_bytes());
     std::printf("\n## Model: CPU forward -- tables\n\n");
     std::printf("SIMD path: %s, %s activations; %s. Weights read per forward by the matmuls: %.1f MB.\n\n",
-                tf::model::kernels::isa_name(any.isa()), tf::model::kernels::activations_name(any.activations()),
+                tf::cpu::kernels::isa_name(any.isa()), tf::cpu::kernels::activations_name(any.activations()),
                 any.weights().summary().c_str(), weight_bytes / 1e6);
     std::printf("| read (sum) of | threads | eight parts, GB/s | one stream, GB/s | best | decode roofline tok/s (weights / best) |\n"
                 "|---|---|---|---|---|---|\n");
@@ -368,7 +368,7 @@ int main(int argc, char** argv) {
         if (std::strncmp(argv[i], "--model=", 8) == 0) {
             g_model_dir = argv[i] + 8;
         } else if (std::strncmp(argv[i], "--quantize=", 11) == 0) {
-            g_quantize = tf::model::kernels::parse_quant_type(argv[i] + 11);
+            g_quantize = tf::model::parse_quant_type(argv[i] + 11);
         } else {
             args.push_back(argv[i]);
         }

@@ -23,14 +23,15 @@
 #include <string>
 #include <vector>
 
-#include "model/cpu_backend.h"
-#include "model/kernels/quant_blocks.h"
+#include "cpu/cpu_backend.h"
+#include "model/quant_blocks.h"
 
 namespace {
 
-using tf::model::CpuBackend;
+using tf::cpu::CpuBackend;
 using tf::model::Row;
-namespace kernels = tf::model::kernels;
+namespace kernels = tf::cpu::kernels;
+namespace model = tf::model;
 
 struct GreedyCase {
     std::vector<int32_t> prompt, greedy;
@@ -90,7 +91,7 @@ std::vector<float> forced_logits(CpuBackend& backend, const GreedyCase& c) {
 struct Variant {
     std::string weights, path;
     kernels::Activations activations;
-    std::optional<kernels::QuantType> quantize;
+    std::optional<model::QuantType> quantize;
 };
 
 }  // namespace
@@ -119,8 +120,10 @@ int main(int argc, char** argv) {
         if (kernels::default_activations(isa) == kernels::Activations::bf16)
             variants.push_back({"bf16", std::string(kernels::isa_name(isa)) + ", bf16 activations", kernels::Activations::bf16,
                                 std::nullopt});
-        for (auto type : {kernels::QuantType::q8_0, kernels::QuantType::q6_k, kernels::QuantType::q4_k, kernels::QuantType::q4_0})
-            variants.push_back({kernels::quant_type_name(type), std::string(kernels::isa_name(isa)) + ", int8 activations",
+        for (auto type :
+             {model::QuantType::q8_0, model::QuantType::q6_k, model::QuantType::q4_k, model::QuantType::q4_0})
+            variants.push_back({model::quant_type_name(type),
+                                std::string(kernels::isa_name(isa)) + ", int8 activations",
                                 kernels::default_activations(isa), type});
 
         std::vector<std::vector<float>> reference;
@@ -128,10 +131,10 @@ int main(int argc, char** argv) {
         std::printf("| weights | kernels | cases kept whole | cases that leave the oracle: at token (of) | largest logit error vs f32 path |\n"
                     "|---|---|---|---|---|\n");
         for (const Variant& v : variants) {
-            tf::model::WeightOptions options;
+            tf::cpu::WeightOptions options;
             options.quantize = v.quantize;
             const kernels::Isa run_isa = v.quantize || v.activations == kernels::Activations::bf16 ? isa : f32_isa;
-            auto backend = tf::model::load_cpu_backend(model, threads, run_isa, v.activations, options);
+            auto backend = tf::cpu::load_cpu_backend(model, threads, run_isa, v.activations, options);
             const int32_t vocab = backend->config().vocab_size;
             int kept = 0;
             std::string lost;

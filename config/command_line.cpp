@@ -52,7 +52,7 @@ struct ServeFlags {
 };
 
 // --quantize, for serve and generate. The names are checked here, before
-// anything is loaded; model/kernels/quant_blocks.h parses them again.
+// anything is loaded; model/quant_blocks.h parses them again.
 void add_quantize(CLI::App& command, std::string& quantize) {
     command
         .add_option("--quantize", quantize,

@@ -1,4 +1,4 @@
-#include "model/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 
 #include <algorithm>
 #include <cassert>
@@ -6,14 +6,15 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "model/kernels/matmul.h"
-#include "model/kernels/quant_matmul.h"
-#include "model/kernels/rmsnorm.h"
-#include "model/kernels/rope.h"
+#include "cpu/kernels/matmul.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/kernels/rmsnorm.h"
+#include "cpu/kernels/rope.h"
+#include "cpu/row_buffers.h"
 #include "model/load_error.h"
-#include "model/row_buffers.h"
+#include "model/rope.h"
 
-namespace tf::model {
+namespace tf::cpu {
 
 namespace {
 
@@ -40,34 +41,34 @@ CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::I
       kernels_(&kernels::kernel_table(isa, activations)),
       quant_(&kernels::quant_kernels(isa)),
       pool_(threads) {
-    const ModelConfig& c = weights_->config();
+    const model::ModelConfig& c = weights_->config();
     if (c.attention_layer_count() > 0 && !supported_head_dim(c.head_dim)) {
-        throw LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
-                        " is not supported by the CPU backend (a multiple of 16: 16..128, 160, 192 or 256)");
+        throw model::LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
+                               " is not supported by the CPU backend (a multiple of 16: 16..128, 160, 192 or 256)");
     }
-    inv_freq_ = kernels::rope_inv_freq(c);
+    inv_freq_ = model::rope_inv_freq(c);
     for (int32_t layer = 0, kv = 0, mamba = 0; layer < c.num_layers; ++layer) {
         kv_layer_.push_back(c.has_attention(layer) ? kv++ : -1);
-        mamba_layer_.push_back(c.layer_kind(layer) == LayerKind::mamba ? mamba++ : -1);
+        mamba_layer_.push_back(c.layer_kind(layer) == model::LayerKind::mamba ? mamba++ : -1);
     }
 }
 
-KvCache& CpuBackend::cache(StreamId stream) {
+KvCache& CpuBackend::cache(model::StreamId stream) {
     auto it = streams_.find(stream);
     if (it == streams_.end()) throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
     return *it->second;
 }
 
-const KvCache& CpuBackend::cache(StreamId stream) const {
+const KvCache& CpuBackend::cache(model::StreamId stream) const {
     auto it = streams_.find(stream);
     if (it == streams_.end()) throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
     return *it->second;
 }
 
-void CpuBackend::open_stream(StreamId stream, int32_t capacity) {
+void CpuBackend::open_stream(model::StreamId stream, int32_t capacity) {
     if (streams_.count(stream)) throw std::invalid_argument("stream " + std::to_string(stream) + " is already open");
     if (capacity <= 0) throw std::invalid_argument("stream capacity must be positive, got " + std::to_string(capacity));
-    const ModelConfig& c = config();
+    const model::ModelConfig& c = config();
     // Only attention layers have K/V; the cache's length is the stream's either way.
     streams_.emplace(stream,
                      std::make_unique<KvCache>(c.attention_layer_count(), c.num_kv_heads, c.head_dim, capacity));
@@ -76,23 +77,23 @@ void CpuBackend::open_stream(StreamId stream, int32_t capacity) {
     }
 }
 
-void CpuBackend::close_stream(StreamId stream) {
+void CpuBackend::close_stream(model::StreamId stream) {
     if (streams_.erase(stream) == 0) throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
     recurrent_.erase(stream);
 }
 
-RecurrentState* CpuBackend::recurrent(StreamId stream) const {
+RecurrentState* CpuBackend::recurrent(model::StreamId stream) const {
     auto it = recurrent_.find(stream);
     return it == recurrent_.end() ? nullptr : it->second.get();
 }
 
-bool CpuBackend::holds_state_at(StreamId stream, int32_t length) const {
+bool CpuBackend::holds_state_at(model::StreamId stream, int32_t length) const {
     if (length < 0 || length > cache(stream).length()) return false;
     const RecurrentState* state = recurrent(stream);
     return !state || state->holds(length);
 }
 
-void CpuBackend::keep_state_at(StreamId stream, int32_t length) {
+void CpuBackend::keep_state_at(model::StreamId stream, int32_t length) {
     cache(stream);  // must be open
     RecurrentState* state = recurrent(stream);
     if (!state || state->snapshot_length() == length) return;
@@ -103,9 +104,9 @@ void CpuBackend::keep_state_at(StreamId stream, int32_t length) {
     }
 }
 
-int32_t CpuBackend::stream_length(StreamId stream) const { return cache(stream).length(); }
+int32_t CpuBackend::stream_length(model::StreamId stream) const { return cache(stream).length(); }
 
-void CpuBackend::truncate(StreamId stream, int32_t length) {
+void CpuBackend::truncate(model::StreamId stream, int32_t length) {
     KvCache& kv = cache(stream);
     if (length < 0 || length > kv.length()) {
         throw std::invalid_argument("truncate stream " + std::to_string(stream) + " to " + std::to_string(length) +
@@ -128,7 +129,7 @@ void CpuBackend::truncate(StreamId stream, int32_t length) {
     kv.set_length(length);
 }
 
-void CpuBackend::copy_prefix(StreamId from, StreamId to, int32_t length) {
+void CpuBackend::copy_prefix(model::StreamId from, model::StreamId to, int32_t length) {
     const KvCache& source = cache(from);
     KvCache& target = cache(to);
     if (from == to || length < 0 || length > source.length() || length > target.capacity()) {
@@ -152,10 +153,10 @@ void CpuBackend::copy_prefix(StreamId from, StreamId to, int32_t length) {
     }
 }
 
-void CpuBackend::check_rows(std::span<const Row> rows, size_t samplers) {
-    std::unordered_map<StreamId, int32_t> next;
+void CpuBackend::check_rows(std::span<const model::Row> rows, size_t samplers) {
+    std::unordered_map<model::StreamId, int32_t> next;
     row_caches_.clear();
-    for (const Row& row : rows) {
+    for (const model::Row& row : rows) {
         KvCache& kv = cache(row.stream);
         auto [it, first] = next.try_emplace(row.stream, kv.length());
         if (row.position != it->second) {
@@ -178,14 +179,15 @@ void CpuBackend::check_rows(std::span<const Row> rows, size_t samplers) {
     }
 }
 
-void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingParams> samplers, RowOutputs& out) {
+void CpuBackend::forward(std::span<const model::Row> rows, std::span<const model::SamplingParams> samplers,
+                         model::RowOutputs& out) {
     check_rows(rows, samplers.size());
-    const ModelConfig& c = config();
+    const model::ModelConfig& c = config();
     const auto M = static_cast<int32_t>(rows.size());
     const int32_t hidden = c.hidden_size, half = c.rope_dim() / 2, vocab = c.vocab_size;
     // Output rows: those that sample or want logits, in row order.
     int32_t outputs = 0, wanted = 0, sampled = 0;
-    for (const Row& row : rows) {
+    for (const model::Row& row : rows) {
         outputs += row.want_logits || row.sampler >= 0 ? 1 : 0;
         wanted += row.want_logits ? 1 : 0;
         sampled += row.sampler >= 0 ? 1 : 0;
@@ -205,7 +207,7 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
     const auto& layers = weights_->layers();
     for (int32_t layer = 0; layer < c.num_layers; ++layer) {
         const LayerWeights& l = layers[layer];
-        if (l.kind == LayerKind::mamba) mamba_block(l, mamba_layer_[layer], rows);
+        if (l.kind == model::LayerKind::mamba) mamba_block(l, mamba_layer_[layer], rows);
         if (c.has_attention(layer)) attention_block(l, kv_layer_[layer], rows);
         if (c.has_mlp(layer)) mlp_block(l, M);
     }
@@ -238,7 +240,7 @@ void CpuBackend::forward(std::span<const Row> rows, std::span<const SamplingPara
     }
     pool_.parallel_for(outputs, [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
-            const Row& row = rows[output_rows_[o]];
+            const model::Row& row = rows[output_rows_[o]];
             if (row.sampler < 0) continue;
             const std::span<const float> row_logits(logits + o * vocab, static_cast<size_t>(vocab));
             out.tokens[token_index[o]] = sample(row_logits, samplers[row.sampler], row.position + 1);
@@ -272,8 +274,8 @@ void CpuBackend::run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob>
 }
 
 void CpuBackend::norm_row(const float* x, const float* weight, const float* bias, float* out) const {
-    const ModelConfig& c = config();
-    if (c.norm == NormKind::layer_norm_1p) {
+    const model::ModelConfig& c = config();
+    if (c.norm == model::NormKind::layer_norm_1p) {
         kernels::layernorm_row(x, weight, bias, c.hidden_size, c.rms_norm_eps, out);
     } else {
         kernels::rmsnorm_row(x, weight, c.hidden_size, c.rms_norm_eps, out);
@@ -282,7 +284,7 @@ void CpuBackend::norm_row(const float* x, const float* weight, const float* bias
 
 void CpuBackend::norm_and_pack(const float* norm_weight, const float* norm_bias, const WeightMatrix& consumer,
                                int32_t M) {
-    const ModelConfig& c = config();
+    const model::ModelConfig& c = config();
     const int32_t hidden = c.hidden_size;
     const size_t packed_row = packed_row_bytes(consumer);
     const kernels::PackRowsFn pack = pack_for(consumer);
@@ -299,8 +301,8 @@ void CpuBackend::norm_and_pack(const float* norm_weight, const float* norm_bias,
     });
 }
 
-void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span<const Row> rows) {
-    const ModelConfig& c = config();
+void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span<const model::Row> rows) {
+    const model::ModelConfig& c = config();
     const auto M = static_cast<int32_t>(rows.size());
     const int32_t hidden = c.hidden_size, head_dim = c.head_dim, half = c.rope_dim() / 2;
     const int32_t q_dim = c.num_heads * head_dim, kv_dim = c.num_kv_heads * head_dim;
@@ -361,9 +363,9 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
 }
 
 void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
-    const ModelConfig& c = config();
+    const model::ModelConfig& c = config();
     const int32_t hidden = c.hidden_size, inter = c.intermediate_size;
-    const bool gated = c.mlp == MlpKind::silu_gated;
+    const bool gated = c.mlp == model::MlpKind::silu_gated;
     grow(gate_, M, inter);
     grow(up_, M, inter);
 
@@ -415,7 +417,7 @@ std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads
     return load_cpu_backend(dir, threads, isa, kernels::default_activations(isa));
 }
 
-std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights) {
+std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights) {
     // Both are checked before any weight is read.
     const char* forced_isa = std::getenv("TF_ISA");
     const char* forced_activations = std::getenv("TF_ACTIVATIONS");
@@ -434,4 +436,4 @@ std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads, c
     return load_cpu_backend(dir, threads, isa, activations, weights);
 }
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -11,7 +11,7 @@
 //
 // NemotronH's Mamba2 layers keep one RecurrentState per stream beside the
 // KV cache of its attention layers; truncate rolls it back exactly
-// (model/recurrent_state.h).
+// (cpu/recurrent_state.h).
 //
 // Thread-safety: as Backend: one caller at a time; forward() uses the pool.
 #pragma once
@@ -23,35 +23,36 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cpu/kernels/attention.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/matmul.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/kv_cache.h"
+#include "cpu/recurrent_state.h"
+#include "cpu/thread_pool.h"
+#include "cpu/weights.h"
 #include "model/backend.h"
-#include "model/kernels/attention.h"
-#include "model/kernels/isa.h"
-#include "model/kernels/matmul.h"
-#include "model/kernels/quant_matmul.h"
-#include "model/kv_cache.h"
-#include "model/recurrent_state.h"
-#include "model/thread_pool.h"
-#include "model/weights.h"
 
-namespace tf::model {
+namespace tf::cpu {
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public model::Backend {
 public:
     // threads: 0 = every core (hardware_concurrency). Activations default
     // to the path's own (kernels::default_activations).
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa);
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa, kernels::Activations activations);
 
-    const ModelConfig& config() const override { return weights_->config(); }
-    void open_stream(StreamId stream, int32_t capacity) override;
-    void close_stream(StreamId stream) override;
-    int32_t stream_length(StreamId stream) const override;
-    void truncate(StreamId stream, int32_t length) override;
-    void copy_prefix(StreamId from, StreamId to, int32_t length) override;
-    bool holds_state_at(StreamId stream, int32_t length) const override;
-    void keep_state_at(StreamId stream, int32_t length) override;
-    void forward(std::span<const Row> rows, std::span<const SamplingParams> samplers, RowOutputs& out) override;
-    using Backend::forward;
+    const model::ModelConfig& config() const override { return weights_->config(); }
+    void open_stream(model::StreamId stream, int32_t capacity) override;
+    void close_stream(model::StreamId stream) override;
+    int32_t stream_length(model::StreamId stream) const override;
+    void truncate(model::StreamId stream, int32_t length) override;
+    void copy_prefix(model::StreamId from, model::StreamId to, int32_t length) override;
+    bool holds_state_at(model::StreamId stream, int32_t length) const override;
+    void keep_state_at(model::StreamId stream, int32_t length) override;
+    void forward(std::span<const model::Row> rows, std::span<const model::SamplingParams> samplers,
+                 model::RowOutputs& out) override;
+    using model::Backend::forward;
 
     kernels::Isa isa() const { return kernels_->isa; }
     // Whether the quantized kernels use VPDPBUSD (only quantized weights use them).
@@ -61,22 +62,22 @@ public:
     const Weights& weights() const { return *weights_; }
 
 private:
-    KvCache& cache(StreamId stream);
-    const KvCache& cache(StreamId stream) const;
-    void check_rows(std::span<const Row> rows, size_t samplers);
-    void attention_block(const LayerWeights& l, int32_t kv_layer, std::span<const Row> rows);
+    KvCache& cache(model::StreamId stream);
+    const KvCache& cache(model::StreamId stream) const;
+    void check_rows(std::span<const model::Row> rows, size_t samplers);
+    void attention_block(const LayerWeights& l, int32_t kv_layer, std::span<const model::Row> rows);
     void mlp_block(const LayerWeights& l, int32_t rows);
     // NemotronH's Mamba2 mixer (cpu_backend_mamba.cpp): in_proj, the conv
     // and scan on each stream's state, the gated norm and out_proj.
-    void mamba_block(const LayerWeights& l, int32_t mamba_layer, std::span<const Row> rows);
+    void mamba_block(const LayerWeights& l, int32_t mamba_layer, std::span<const model::Row> rows);
     // Before a forward's layers: each stream with rows starts a round of its
     // recurrent state; rows learn their stream's state and round row.
-    void begin_recurrent_rounds(std::span<const Row> rows);
-    void finish_recurrent_rounds(std::span<const Row> rows);
+    void begin_recurrent_rounds(std::span<const model::Row> rows);
+    void finish_recurrent_rounds(std::span<const model::Row> rows);
     // Replays round rows [0, rows) of `state` from its start state (a
     // rollback, or a copy that lands inside a round).
     void replay(RecurrentState& state, int32_t rows);
-    RecurrentState* recurrent(StreamId stream) const;
+    RecurrentState* recurrent(model::StreamId stream) const;
     // x := the norm of the layer (RMSNorm, or LayerNorm1P with `bias`).
     void norm_row(const float* x, const float* weight, const float* bias, float* out) const;
     // How `w`'s kernel wants its input rows packed, and their size: the
@@ -95,9 +96,9 @@ private:
     const kernels::QuantKernels* quant_;
     ThreadPool pool_;
     std::vector<float> inv_freq_;
-    std::unordered_map<StreamId, std::unique_ptr<KvCache>> streams_;
+    std::unordered_map<model::StreamId, std::unique_ptr<KvCache>> streams_;
     // Streams' Mamba2 states, when the model has Mamba layers.
-    std::unordered_map<StreamId, std::unique_ptr<RecurrentState>> recurrent_;
+    std::unordered_map<model::StreamId, std::unique_ptr<RecurrentState>> recurrent_;
     std::vector<int32_t> kv_layer_;     // per layer: its index in the KV caches, or -1
     std::vector<int32_t> mamba_layer_;  // per layer: its index in the recurrent states, or -1
     std::vector<KvCache*> row_caches_;  // per row of the current forward
@@ -120,9 +121,10 @@ private:
 // activations its default unless TF_ACTIVATIONS (f32, bf16) says otherwise.
 // `weights` may ask for quantized weights (Weights::load). Throws LoadError,
 // or std::invalid_argument for a path this CPU lacks.
-std::unique_ptr<Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights = {});
+std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads,
+                                                 const WeightOptions& weights = {});
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa);
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
                                              kernels::Activations activations, const WeightOptions& weights = {});
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -11,11 +11,11 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "model/cpu_backend.h"
-#include "model/mamba.h"
-#include "model/row_buffers.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/mamba.h"
+#include "cpu/row_buffers.h"
 
-namespace tf::model {
+namespace tf::cpu {
 
 namespace {
 
@@ -37,12 +37,12 @@ size_t padded16(int32_t n) { return (static_cast<size_t>(n) + 15) / 16 * 16; }
 
 }  // namespace
 
-void CpuBackend::begin_recurrent_rounds(std::span<const Row> rows) {
+void CpuBackend::begin_recurrent_rounds(std::span<const model::Row> rows) {
     const auto M = static_cast<int32_t>(rows.size());
     row_states_.assign(static_cast<size_t>(M), nullptr);
     row_round_.assign(static_cast<size_t>(M), 0);
     stream_rows_.clear();
-    std::unordered_map<StreamId, size_t> index;
+    std::unordered_map<model::StreamId, size_t> index;
     for (int32_t m = 0; m < M; ++m) {
         auto [it, first] = index.try_emplace(rows[m].stream, stream_rows_.size());
         if (first) stream_rows_.emplace_back();
@@ -56,7 +56,7 @@ void CpuBackend::begin_recurrent_rounds(std::span<const Row> rows) {
     }
 }
 
-void CpuBackend::finish_recurrent_rounds(std::span<const Row> rows) {
+void CpuBackend::finish_recurrent_rounds(std::span<const model::Row> rows) {
     for (const std::vector<int32_t>& mine : stream_rows_) {
         RecurrentState& state = *row_states_[mine.front()];
         const int32_t wanted = state.pending_snapshot();
@@ -66,9 +66,9 @@ void CpuBackend::finish_recurrent_rounds(std::span<const Row> rows) {
     }
 }
 
-void CpuBackend::mamba_block(const LayerWeights& l, int32_t mamba_layer, std::span<const Row> rows) {
-    const ModelConfig& c = config();
-    const MambaConfig& mc = c.mamba;
+void CpuBackend::mamba_block(const LayerWeights& l, int32_t mamba_layer, std::span<const model::Row> rows) {
+    const model::ModelConfig& c = config();
+    const model::MambaConfig& mc = c.mamba;
     const auto M = static_cast<int32_t>(rows.size());
     const int32_t hidden = c.hidden_size, inner = mc.inner(), conv_dim = mc.conv_dim(), heads = mc.num_heads;
     const int32_t in_rows = mc.in_proj_rows();
@@ -147,8 +147,8 @@ void CpuBackend::mamba_block(const LayerWeights& l, int32_t mamba_layer, std::sp
 
 void CpuBackend::replay(RecurrentState& state, int32_t rows) {
     if (rows <= 0) return;
-    const ModelConfig& c = config();
-    const MambaConfig& mc = c.mamba;
+    const model::ModelConfig& c = config();
+    const model::MambaConfig& mc = c.mamba;
     const int32_t conv_dim = mc.conv_dim(), heads = mc.num_heads;
     const auto& layers = weights_->layers();
     grow(xbc_, rows, conv_dim);
@@ -184,4 +184,4 @@ void CpuBackend::replay(RecurrentState& state, int32_t rows) {
     }
 }
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -1,10 +1,10 @@
-#include "model/kv_cache.h"
+#include "cpu/kv_cache.h"
 
 #include <cassert>
 #include <cstring>
 #include <new>
 
-namespace tf::model {
+namespace tf::cpu {
 
 KvCache::KvCache(int32_t layers, int32_t kv_heads, int32_t head_dim, int32_t capacity)
     : layers_(layers),
@@ -48,4 +48,4 @@ void KvCache::copy_prefix(const KvCache& from, int32_t length) {
     length_ = length;
 }
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <memory>
 
-namespace tf::model {
+namespace tf::cpu {
 
 class KvCache {
 public:
@@ -62,4 +62,4 @@ private:
     float* data_;  // memory_ moved up to 64 bytes: every key block on its own cache lines
 };
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -1,10 +1,10 @@
-#include "model/mamba.h"
+#include "cpu/mamba.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
-namespace tf::model::mamba {
+namespace tf::cpu::mamba {
 
 namespace {
 
@@ -21,8 +21,8 @@ void silu(float* v, int32_t n, kernels::Exp16Fn exp16, float* scratch) {
 
 }  // namespace
 
-void conv_row(const MambaConfig& m, const float* weight, const float* bias, const float* inputs, kernels::Exp16Fn exp16,
-              float* scratch, float* out) {
+void conv_row(const model::MambaConfig& m, const float* weight, const float* bias, const float* inputs,
+              kernels::Exp16Fn exp16, float* scratch, float* out) {
     const int32_t channels = m.conv_dim(), taps = m.conv_kernel;
     for (int32_t c = 0; c < channels; ++c) {
         const float* w = weight + static_cast<size_t>(c) * taps;
@@ -33,7 +33,7 @@ void conv_row(const MambaConfig& m, const float* weight, const float* bias, cons
     silu(out, channels, exp16, scratch);
 }
 
-void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, float* dt) {
+void time_steps(const model::MambaConfig& m, const float* raw, const float* dt_bias, float* dt) {
     for (int32_t h = 0; h < m.num_heads; ++h) {
         const float v = raw[h] + dt_bias[h];
         // torch's softplus: the input itself above 20, where log1p(e^v) == v in fp32.
@@ -42,7 +42,7 @@ void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, fl
     }
 }
 
-void scan_heads(const MambaConfig& m, kernels::ScanStateRowFn scan_row, const float* A, const float* D,
+void scan_heads(const model::MambaConfig& m, kernels::ScanStateRowFn scan_row, const float* A, const float* D,
                 const float* xbc, const float* dt, const float* from, float* to, float* y, int32_t first_head,
                 int32_t end_head) {
     const int32_t P = m.head_dim, N = m.state_size, heads_per_group = m.num_heads / m.groups;
@@ -85,7 +85,7 @@ void scan_heads(const MambaConfig& m, kernels::ScanStateRowFn scan_row, const fl
     }
 }
 
-void gated_norm_row(const MambaConfig& m, const float* z, const float* weight, float eps, kernels::Exp16Fn exp16,
+void gated_norm_row(const model::MambaConfig& m, const float* z, const float* weight, float eps, kernels::Exp16Fn exp16,
                     float* scratch, float* y) {
     const int32_t inner = m.inner(), group = inner / m.groups;
     // The gate y * silu(z), with e^-z for all channels in one exp16 call.
@@ -102,4 +102,4 @@ void gated_norm_row(const MambaConfig& m, const float* z, const float* weight, f
     }
 }
 
-}  // namespace tf::model::mamba
+}  // namespace tf::cpu::mamba

@@ -20,20 +20,20 @@
 
 #include <cstdint>
 
-#include "model/kernels/isa.h"
+#include "cpu/kernels/isa.h"
 #include "model/model_config.h"
 
-namespace tf::model::mamba {
+namespace tf::cpu::mamba {
 
 // out := silu(bias + sum_j weight[c][j] * inputs[j][c]) for every channel c,
 // where inputs holds K consecutive raw xBC rows, oldest first (the row being
 // computed last). `bias` may be null. `scratch` holds conv_dim rounded up
 // to 16 floats.
-void conv_row(const MambaConfig& m, const float* weight, const float* bias, const float* inputs, kernels::Exp16Fn exp16,
-              float* scratch, float* out);
+void conv_row(const model::MambaConfig& m, const float* weight, const float* bias, const float* inputs,
+              kernels::Exp16Fn exp16, float* scratch, float* out);
 
 // dt[h] := clamp(softplus(raw[h] + dt_bias[h]), dt_min, dt_max).
-void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, float* dt);
+void time_steps(const model::MambaConfig& m, const float* raw, const float* dt_bias, float* dt);
 
 // Heads [first_head, end_head) of one row: to := from * exp(dt*A) + dt * x (x) B,
 // and, when y is not null, y := to . C + D * x for those heads. `xbc` is the
@@ -41,13 +41,13 @@ void time_steps(const MambaConfig& m, const float* raw, const float* dt_bias, fl
 // A state size that is a multiple of 16 runs the path's 16-lane kernel
 // (kernels/mamba_scan_impl.inc, the same bits on every path); any other, a
 // plain loop.
-void scan_heads(const MambaConfig& m, kernels::ScanStateRowFn scan_row, const float* A, const float* D,
+void scan_heads(const model::MambaConfig& m, kernels::ScanStateRowFn scan_row, const float* A, const float* D,
                 const float* xbc, const float* dt, const float* from, float* to, float* y, int32_t first_head,
                 int32_t end_head);
 
 // y := RMSNorm over groups of inner/G of (y * silu(z)), times `weight`.
 // `scratch` holds inner rounded up to 16 floats.
-void gated_norm_row(const MambaConfig& m, const float* z, const float* weight, float eps, kernels::Exp16Fn exp16,
+void gated_norm_row(const model::MambaConfig& m, const float* z, const float* weight, float eps, kernels::Exp16Fn exp16,
                     float* scratch, float* y);
 
-}  // namespace tf::model::mamba
+}  // namespace tf::cpu::mamba

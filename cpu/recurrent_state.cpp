@@ -1,4 +1,4 @@
-#include "model/recurrent_state.h"
+#include "cpu/recurrent_state.h"
 
 #include <algorithm>
 #include <cassert>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace tf::model {
+namespace tf::cpu {
 
 namespace {
 
@@ -18,7 +18,7 @@ void copy_floats(const float* from, size_t count, float* to) { std::memcpy(to, f
 
 }  // namespace
 
-RecurrentState::RecurrentState(const MambaConfig& config, int32_t layers)
+RecurrentState::RecurrentState(const model::MambaConfig& config, int32_t layers)
     : config_(config),
       state_floats_(config.state_floats()),
       window_floats_(static_cast<size_t>(config.conv_kernel - 1) * config.conv_dim()),
@@ -169,4 +169,4 @@ size_t RecurrentState::bytes() const {
     return total;
 }
 
-}  // namespace tf::model
+}  // namespace tf::cpu

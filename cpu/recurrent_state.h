@@ -9,7 +9,7 @@
 // dt before softplus -- are logged behind the K-1 inputs that preceded the
 // round (the conv window). Rolling back to an earlier length of the round
 // replays that many logged rows from the start state through the same
-// functions the forward ran (model/mamba.h), so the state is bit for bit the
+// functions the forward ran (cpu/mamba.h), so the state is bit for bit the
 // one a forward of only the accepted rows would have left.
 //
 // A round begins when a forward brings rows to the stream: what the last
@@ -26,13 +26,13 @@
 
 #include "model/model_config.h"
 
-namespace tf::model {
+namespace tf::cpu {
 
 class RecurrentState {
 public:
     // `layers`: the model's Mamba layers. Starts at length 0: zero state,
     // zero conv window (transformers pads the conv's input with zeros).
-    RecurrentState(const MambaConfig& config, int32_t layers);
+    RecurrentState(const model::MambaConfig& config, int32_t layers);
 
     int32_t length() const { return round_start_ + rows_; }
     int32_t round_start() const { return round_start_; }
@@ -105,7 +105,7 @@ private:
         return layers_[layer].states.data() + static_cast<size_t>(which) * state_floats_;
     }
 
-    MambaConfig config_;
+    model::MambaConfig config_;
     size_t state_floats_, window_floats_;
     std::vector<Layer> layers_;
     int32_t round_start_ = 0, rows_ = 0;
@@ -114,4 +114,4 @@ private:
     bool snapshot_ready_ = false;
 };
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace tf::model::rows {
+namespace tf::cpu::rows {
 
 inline float* row_of(std::vector<float>& buffer, int64_t row, int32_t width) {
     return buffer.data() + static_cast<size_t>(row) * width;
@@ -25,4 +25,4 @@ inline void add_bias(float* x, const float* bias, int64_t rows, int32_t width) {
         for (int32_t i = 0; i < width; ++i) x[static_cast<size_t>(r) * width + i] += bias[i];
 }
 
-}  // namespace tf::model::rows
+}  // namespace tf::cpu::rows

@@ -1,10 +1,10 @@
-#include "model/thread_pool.h"
+#include "cpu/thread_pool.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 
-namespace tf::model {
+namespace tf::cpu {
 
 namespace {
 
@@ -109,4 +109,4 @@ void ThreadPool::worker() {
     }
 }
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace tf::model {
+namespace tf::cpu {
 
 class ThreadPool {
 public:
@@ -70,4 +70,4 @@ private:
     std::atomic<bool> stop_{false};
 };
 
-}  // namespace tf::model
+}  // namespace tf::cpu

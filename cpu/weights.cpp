@@ -1,4 +1,4 @@
-#include "model/weights.h"
+#include "cpu/weights.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,57 +7,37 @@
 #include <cstring>
 #include <thread>
 
+#include "cpu/kernels/matmul.h"
+#include "cpu/kernels/quant_matmul.h"
 #include "model/gguf_model.h"
-#include "model/kernels/matmul.h"
-#include "model/kernels/quant_matmul.h"
 #include "model/load_error.h"
 
-namespace tf::model {
-
-float bf16_to_float(uint16_t bf16) {
-    const uint32_t bits = static_cast<uint32_t>(bf16) << 16;
-    float value;
-    std::memcpy(&value, &bits, 4);
-    return value;
-}
-
-float half_to_float(uint16_t half) {
-    const uint32_t sign = (half >> 15) & 1, exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
-    float magnitude;
-    if (exponent == 0) {
-        magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // subnormal (or zero)
-    } else if (exponent == 31) {
-        magnitude = mantissa ? NAN : INFINITY;
-    } else {
-        magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
-    }
-    return sign ? -magnitude : magnitude;
-}
+namespace tf::cpu {
 
 namespace {
 
 // Element i of a tensor as fp32.
-float element(const TensorView& t, size_t i) {
-    if (t.dtype == DType::f32) {
+float element(const model::TensorView& t, size_t i) {
+    if (t.dtype == model::DType::f32) {
         float value;
         std::memcpy(&value, t.data + 4 * i, 4);
         return value;
     }
     uint16_t bits;
     std::memcpy(&bits, t.data + 2 * i, 2);
-    return t.dtype == DType::bf16 ? bf16_to_float(bits) : half_to_float(bits);
+    return t.dtype == model::DType::bf16 ? model::bf16_to_float(bits) : model::half_to_float(bits);
 }
 
 }  // namespace
 
 std::unique_ptr<Weights> Weights::load(const std::string& dir, const WeightOptions& options) {
-    if (std::optional<std::string> gguf = find_gguf_model(dir)) {
-        auto file = std::make_shared<const GgufFile>(GgufFile::open(*gguf));
-        const ModelConfig config = gguf_model_config(*file);
-        return load(config, gguf_checkpoint(file, config), options);
+    if (std::optional<std::string> gguf = model::find_gguf_model(dir)) {
+        auto file = std::make_shared<const model::GgufFile>(model::GgufFile::open(*gguf));
+        const model::ModelConfig config = model::gguf_model_config(*file);
+        return load(config, model::gguf_checkpoint(file, config), options);
     }
-    ModelConfig config = load_model_config(dir);
-    return load(config, Checkpoint::open(dir), options);
+    model::ModelConfig config = model::load_model_config(dir);
+    return load(config, model::Checkpoint::open(dir), options);
 }
 
 namespace {
@@ -78,7 +58,7 @@ void on_every_core(int64_t count, int64_t grain, Fn&& fn) {
 
 uint8_t* aligned_bytes(size_t bytes, const std::string& name) {
     void* memory = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!memory) throw LoadError(name + ": out of memory for " + std::to_string(bytes) + " bytes of weights");
+    if (!memory) throw model::LoadError(name + ": out of memory for " + std::to_string(bytes) + " bytes of weights");
     return static_cast<uint8_t*>(memory);
 }
 
@@ -97,30 +77,30 @@ void Weights::report_progress(const std::string& what) {
     const int32_t total = matrices_expected_;
     char line[256];
     std::snprintf(line, sizeof line, "quantizing to %s: matrix %d of %d (%s), %.1f s",
-                  kernels::quant_type_name(*options_.quantize), std::min(matrices_done_, total), total, what.c_str(),
+                  model::quant_type_name(*options_.quantize), std::min(matrices_done_, total), total, what.c_str(),
                   running);
     options_.progress(line);
 }
 
-WeightMatrix Weights::quantized_matrix(const TensorView& t, kernels::QuantType type, int32_t rows, int32_t cols) {
+WeightMatrix Weights::quantized_matrix(const model::TensorView& t, model::QuantType type, int32_t rows, int32_t cols) {
     // GGUF's blocks first, row by row on every core; then the kernel's layout.
-    const size_t gguf_row_bytes = kernels::quant_row_bytes(type, cols);
+    const size_t gguf_row_bytes = model::quant_row_bytes(type, cols);
     std::vector<uint8_t> gguf(gguf_row_bytes * static_cast<size_t>(rows));
     on_every_core(rows, 16, [&](int64_t begin, int64_t end) {
         std::vector<float> row(static_cast<size_t>(cols));
         for (int64_t r = begin; r < end; ++r) {
             for (int32_t c = 0; c < cols; ++c) row[c] = element(t, static_cast<size_t>(r) * cols + c);
-            kernels::quantize_row(type, row.data(), cols, gguf.data() + static_cast<size_t>(r) * gguf_row_bytes);
+            model::quantize_row(type, row.data(), cols, gguf.data() + static_cast<size_t>(r) * gguf_row_bytes);
         }
     });
     return repacked_matrix(gguf.data(), type, rows, cols, t.name);
 }
 
-WeightMatrix Weights::repacked_matrix(const uint8_t* gguf_rows, kernels::QuantType type, int32_t rows, int32_t cols,
+WeightMatrix Weights::repacked_matrix(const uint8_t* gguf_rows, model::QuantType type, int32_t rows, int32_t cols,
                                       const std::string& name) {
     // Tiles of 8 interleaved rows (quant_blocks.h); tiles are independent,
     // so every core repacks its share of them.
-    const size_t gguf_row_bytes = kernels::quant_row_bytes(type, cols);
+    const size_t gguf_row_bytes = model::quant_row_bytes(type, cols);
     uint8_t* data = aligned_bytes(kernels::quant_kernel_matrix_bytes(type, rows, cols), name);
     owned_.emplace_back(data);
     const int32_t tiles = (rows + kernels::kQuantTileRows - 1) / kernels::kQuantTileRows;
@@ -141,14 +121,14 @@ WeightMatrix Weights::repacked_matrix(const uint8_t* gguf_rows, kernels::QuantTy
 }
 
 WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols) {
-    const TensorView& t = checkpoint_.require(name, {rows, cols});
+    const model::TensorView& t = checkpoint_.require(name, {rows, cols});
     const auto start = std::chrono::steady_clock::now();
     struct Timer {
         std::chrono::steady_clock::time_point start;
         double& total;
         ~Timer() { total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
     } timer{start, prepare_ms_};
-    std::string dtype = t.quant ? kernels::quant_type_name(*t.quant) : dtype_name(t.dtype);
+    std::string dtype = t.quant ? model::quant_type_name(*t.quant) : model::dtype_name(t.dtype);
     std::transform(dtype.begin(), dtype.end(), dtype.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     if (source_dtype_.find(dtype) == std::string::npos) source_dtype_ += (source_dtype_.empty() ? "" : "+") + dtype;
     if (t.quant) {
@@ -159,9 +139,9 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
                                static_cast<int32_t>(cols), name);
     }
     if (options_.quantize) {
-        kernels::QuantType type = *options_.quantize;
-        if (cols % kernels::quant_block_elements(type) != 0 && cols % 32 == 0) {
-            type = kernels::QuantType::q8_0;
+        model::QuantType type = *options_.quantize;
+        if (cols % model::quant_block_elements(type) != 0 && cols % 32 == 0) {
+            type = model::QuantType::q8_0;
             ++fallback_q8_0_;
         }
         report_progress(name);
@@ -172,7 +152,7 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
     w.rows = static_cast<int32_t>(rows);
     w.cols = static_cast<int32_t>(cols);
     w.stride = kernels::padded_k(w.cols);
-    if (t.dtype == DType::bf16) {
+    if (t.dtype == model::DType::bf16) {
         const size_t elements = static_cast<size_t>(kernels::tiled_rows(w.rows)) * w.stride;
         auto* tiled = reinterpret_cast<uint16_t*>(aligned_bytes(elements * 2, name));
         owned_.emplace_back(reinterpret_cast<uint8_t*>(tiled));
@@ -203,16 +183,18 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
 }
 
 const float* Weights::vector(const std::string& name, int64_t size) {
-    const TensorView& t = checkpoint_.require(name, {size});
-    if (t.quant) throw LoadError(t.file + ": tensor " + name + " is " + t.dtype_text + ", expected F32, F16 or BF16");
+    const model::TensorView& t = checkpoint_.require(name, {size});
+    if (t.quant)
+        throw model::LoadError(t.file + ": tensor " + name + " is " + t.dtype_text + ", expected F32, F16 or BF16");
     auto& values = owned_f32_.emplace_back(static_cast<size_t>(size));
     for (int64_t i = 0; i < size; ++i) values[i] = element(t, static_cast<size_t>(i));
     return values.data();
 }
 
 const float* Weights::values(const std::string& name, const std::vector<int64_t>& shape, float (*transform)(float)) {
-    const TensorView& t = checkpoint_.require(name, shape);
-    if (t.quant) throw LoadError(t.file + ": tensor " + name + " is " + t.dtype_text + ", expected F32, F16 or BF16");
+    const model::TensorView& t = checkpoint_.require(name, shape);
+    if (t.quant)
+        throw model::LoadError(t.file + ": tensor " + name + " is " + t.dtype_text + ", expected F32, F16 or BF16");
     size_t count = 1;
     for (int64_t d : shape) count *= static_cast<size_t>(d);
     auto& out = owned_f32_.emplace_back(count);
@@ -223,24 +205,25 @@ const float* Weights::values(const std::string& name, const std::vector<int64_t>
 const float* Weights::norm(const std::string& name, int64_t size) {
     // LayerNorm1P stores the scale as an offset from 1 (transformers adds
     // the 1 in every forward; here it is added once).
-    if (config_.norm == NormKind::layer_norm_1p) return values(name, {size}, [](float w) { return 1.0f + w; });
+    if (config_.norm == model::NormKind::layer_norm_1p) return values(name, {size}, [](float w) { return 1.0f + w; });
     return vector(name, size);
 }
 
-std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint checkpoint, const WeightOptions& options) {
+std::unique_ptr<Weights> Weights::load(const model::ModelConfig& config, model::Checkpoint checkpoint,
+                                       const WeightOptions& options) {
     auto w = std::unique_ptr<Weights>(new Weights());
     w->config_ = config;
     w->options_ = options;
     w->load_start_ = w->last_progress_ = std::chrono::steady_clock::now();
     w->checkpoint_ = std::move(checkpoint);
-    const ModelConfig& c = w->config_;
+    const model::ModelConfig& c = w->config_;
     const int64_t hidden = c.hidden_size, vocab = c.vocab_size;
 
     // NemotronH keeps its weights under backbone. (NVIDIA's checkpoints);
     // transformers' own conversions may write model. instead.
     std::string prefix = "model.";
     std::string embed_name = "model.embed_tokens.weight", norm_name = "model.norm";
-    if (c.family == Family::nemotron_h) {
+    if (c.family == model::Family::nemotron_h) {
         prefix = w->checkpoint_.find("backbone.embeddings.weight") || !w->checkpoint_.find("model.embeddings.weight")
                      ? "backbone."
                      : "model.";
@@ -250,20 +233,20 @@ std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint che
     w->matrices_expected_ = 1;
     for (int32_t i = 0; i < c.num_layers; ++i) {
         switch (c.layer_kind(i)) {
-            case LayerKind::decoder: w->matrices_expected_ += c.mlp == MlpKind::relu2 ? 6 : 7; break;
-            case LayerKind::attention: w->matrices_expected_ += 4; break;
-            case LayerKind::mamba:
-            case LayerKind::mlp: w->matrices_expected_ += 2; break;
+            case model::LayerKind::decoder: w->matrices_expected_ += c.mlp == model::MlpKind::relu2 ? 6 : 7; break;
+            case model::LayerKind::attention: w->matrices_expected_ += 4; break;
+            case model::LayerKind::mamba:
+            case model::LayerKind::mlp: w->matrices_expected_ += 2; break;
         }
     }
     w->embed_ = &w->checkpoint_.require(embed_name, {vocab, hidden});
-    if (c.family == Family::nemotron_h) {
+    if (c.family == model::Family::nemotron_h) {
         w->load_nemotron_h_layers(prefix);
     } else {
         w->load_decoder_layers();
     }
     w->final_norm_ = w->norm(norm_name + ".weight", hidden);
-    if (c.norm == NormKind::layer_norm_1p) w->final_norm_bias_ = w->vector(norm_name + ".bias", hidden);
+    if (c.norm == model::NormKind::layer_norm_1p) w->final_norm_bias_ = w->vector(norm_name + ".bias", hidden);
     // Tied: transformers ties lm_head to the embedding even when a checkpoint
     // also carries an lm_head.weight, so the embedding is what counts.
     w->lm_head_ = w->matrix(c.tie_word_embeddings ? embed_name : "lm_head.weight", vocab, hidden);
@@ -273,7 +256,7 @@ std::unique_ptr<Weights> Weights::load(const ModelConfig& config, Checkpoint che
 // Attention's q/k/v/o under `p` ("model.layers.3.self_attn." or a NemotronH
 // mixer), with the biases and q/k norms the config asks for.
 void Weights::load_attention(LayerWeights& l, const std::string& p) {
-    const ModelConfig& c = config_;
+    const model::ModelConfig& c = config_;
     const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim,
                   kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
     l.wq = matrix(p + "q_proj.weight", q_dim, hidden);
@@ -294,9 +277,9 @@ void Weights::load_attention(LayerWeights& l, const std::string& p) {
 
 // The MLP under `p`: gate (SwiGLU only), up and down, with mlp_bias's biases.
 void Weights::load_mlp(LayerWeights& l, const std::string& p) {
-    const ModelConfig& c = config_;
+    const model::ModelConfig& c = config_;
     const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
-    if (c.mlp == MlpKind::silu_gated) l.w_gate = matrix(p + "gate_proj.weight", inter, hidden);
+    if (c.mlp == model::MlpKind::silu_gated) l.w_gate = matrix(p + "gate_proj.weight", inter, hidden);
     l.w_up = matrix(p + "up_proj.weight", inter, hidden);
     l.w_down = matrix(p + "down_proj.weight", hidden, inter);
     if (c.mlp_bias) {
@@ -306,9 +289,9 @@ void Weights::load_mlp(LayerWeights& l, const std::string& p) {
 }
 
 void Weights::load_decoder_layers() {
-    const ModelConfig& c = config_;
+    const model::ModelConfig& c = config_;
     const int64_t hidden = c.hidden_size;
-    const bool layer_norm = c.norm == NormKind::layer_norm_1p;
+    const bool layer_norm = c.norm == model::NormKind::layer_norm_1p;
     for (int32_t i = 0; i < c.num_layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i) + ".";
         LayerWeights l;
@@ -323,8 +306,8 @@ void Weights::load_decoder_layers() {
 }
 
 void Weights::load_nemotron_h_layers(const std::string& prefix) {
-    const ModelConfig& c = config_;
-    const MambaConfig& m = c.mamba;
+    const model::ModelConfig& c = config_;
+    const model::MambaConfig& m = c.mamba;
     const int64_t hidden = c.hidden_size;
     for (int32_t i = 0; i < c.num_layers; ++i) {
         const std::string p = prefix + "layers." + std::to_string(i) + ".";
@@ -333,15 +316,15 @@ void Weights::load_nemotron_h_layers(const std::string& prefix) {
         l.kind = c.layer_kind(i);
         const float* layer_norm = vector(p + "norm.weight", hidden);
         switch (l.kind) {
-            case LayerKind::attention:
+            case model::LayerKind::attention:
                 l.attn_norm = layer_norm;
                 load_attention(l, mixer);
                 break;
-            case LayerKind::mlp:
+            case model::LayerKind::mlp:
                 l.mlp_norm = layer_norm;
                 load_mlp(l, mixer);
                 break;
-            case LayerKind::mamba:
+            case model::LayerKind::mamba:
                 l.attn_norm = layer_norm;
                 l.in_proj = matrix(mixer + "in_proj.weight", m.in_proj_rows(), hidden);
                 l.out_proj = matrix(mixer + "out_proj.weight", hidden, m.inner());
@@ -357,7 +340,7 @@ void Weights::load_nemotron_h_layers(const std::string& prefix) {
                 l.D = vector(mixer + "D", m.num_heads);
                 l.gated_norm = vector(mixer + "norm.weight", m.inner());
                 break;
-            case LayerKind::decoder: break;
+            case model::LayerKind::decoder: break;
         }
         layers_.push_back(l);
     }
@@ -366,8 +349,9 @@ void Weights::load_nemotron_h_layers(const std::string& prefix) {
 void Weights::embed(int32_t token, float* out) const {
     const size_t hidden = static_cast<size_t>(config_.hidden_size);
     if (embed_->quant) {
-        const size_t row_bytes = kernels::quant_row_bytes(*embed_->quant, config_.hidden_size);
-        kernels::dequantize_row(*embed_->quant, embed_->data + static_cast<size_t>(token) * row_bytes, config_.hidden_size, out);
+        const size_t row_bytes = model::quant_row_bytes(*embed_->quant, config_.hidden_size);
+        model::dequantize_row(*embed_->quant, embed_->data + static_cast<size_t>(token) * row_bytes,
+                              config_.hidden_size, out);
         return;
     }
     for (size_t i = 0; i < hidden; ++i) out[i] = element(*embed_, static_cast<size_t>(token) * hidden + i);
@@ -409,18 +393,18 @@ std::string Weights::summary() const {
                       prepare_ms_);
         return text;
     }
-    const char* type = kernels::quant_type_name(*options_.quantize);
+    const char* type = model::quant_type_name(*options_.quantize);
     std::snprintf(text, sizeof text, "%s weights %.0f MiB (quantized from %s in %.1f s", type, mib, source_dtype_.c_str(),
                   prepare_ms_ / 1e3);
     std::string out = text;
     auto matrices = [](int32_t n) { return "; " + std::to_string(n) + (n == 1 ? " matrix" : " matrices"); };
     if (fallback_q8_0_ > 0) {
         out += matrices(fallback_q8_0_) + " q8_0: rows not a multiple of " +
-               std::to_string(kernels::quant_block_elements(*options_.quantize));
+               std::to_string(model::quant_block_elements(*options_.quantize));
     }
     if (fallback_bf16_ > 0) out += matrices(fallback_bf16_) + " unquantized: rows not a multiple of 32";
     if (repacked_ > 0) out += matrices(repacked_) + " kept in the file's own quantized types";
     return out + ")";
 }
 
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "model/kernels/isa.h"
-#include "model/kernels/quant_blocks.h"
+#include "cpu/kernels/isa.h"
 #include "model/model_config.h"
+#include "model/quant_blocks.h"
 #include "model/safetensors.h"
 
-namespace tf::model {
+namespace tf::cpu {
 
 using kernels::WeightMatrix;
 
@@ -36,7 +36,7 @@ using kernels::WeightMatrix;
 // and MLP parts; a NemotronH layer fills one mixer: attention (its norm in
 // attn_norm), MLP (its norm in mlp_norm) or Mamba2 (its norm in attn_norm).
 struct LayerWeights {
-    LayerKind kind = LayerKind::decoder;
+    model::LayerKind kind = model::LayerKind::decoder;
     const float* attn_norm = nullptr;       // (hidden); LayerNorm1P: 1 + the stored weight
     const float* attn_norm_bias = nullptr;  // (hidden), LayerNorm1P only
     WeightMatrix wq;                   // (num_heads * head_dim, hidden)
@@ -72,7 +72,7 @@ struct LayerWeights {
 };
 
 struct WeightOptions {
-    std::optional<kernels::QuantType> quantize;  // absent: bf16 (tiled), or fp32 for f16/f32 checkpoints
+    std::optional<model::QuantType> quantize;  // absent: bf16 (tiled), or fp32 for f16/f32 checkpoints
     // Called from load() every few seconds of a load that has run more than
     // a few seconds, with a line saying how far it is (a quantizing load of
     // a large model takes a while); may be empty.
@@ -85,10 +85,10 @@ class Weights {
 public:
     // DIR/config.json (+ generation_config.json) and DIR's safetensors.
     static std::unique_ptr<Weights> load(const std::string& dir, const WeightOptions& options = {});
-    static std::unique_ptr<Weights> load(const ModelConfig& config, Checkpoint checkpoint,
+    static std::unique_ptr<Weights> load(const model::ModelConfig& config, model::Checkpoint checkpoint,
                                          const WeightOptions& options = {});
 
-    const ModelConfig& config() const { return config_; }
+    const model::ModelConfig& config() const { return config_; }
     const std::vector<LayerWeights>& layers() const { return layers_; }
     const float* final_norm() const { return final_norm_; }            // (hidden); LayerNorm1P: 1 + the stored weight
     const float* final_norm_bias() const { return final_norm_bias_; }  // (hidden), LayerNorm1P only
@@ -108,12 +108,12 @@ public:
     // bf16 in 2.1 s (2 matrices q8_0: rows not a multiple of 256)".
     std::string summary() const;
     // The type --quantize asked for, if any.
-    const std::optional<kernels::QuantType>& quantized() const { return options_.quantize; }
+    const std::optional<model::QuantType>& quantized() const { return options_.quantize; }
 
 private:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
-    WeightMatrix quantized_matrix(const TensorView& t, kernels::QuantType type, int32_t rows, int32_t cols);
-    WeightMatrix repacked_matrix(const uint8_t* gguf_rows, kernels::QuantType type, int32_t rows, int32_t cols,
+    WeightMatrix quantized_matrix(const model::TensorView& t, model::QuantType type, int32_t rows, int32_t cols);
+    WeightMatrix repacked_matrix(const uint8_t* gguf_rows, model::QuantType type, int32_t rows, int32_t cols,
                                  const std::string& name);
     void report_progress(const std::string& what);
     const float* vector(const std::string& name, int64_t size);
@@ -126,9 +126,9 @@ private:
     void load_nemotron_h_layers(const std::string& prefix);
     std::vector<const WeightMatrix*> matrices() const;
 
-    ModelConfig config_;
-    Checkpoint checkpoint_;
-    const TensorView* embed_ = nullptr;  // (vocab, hidden), any of bf16/f16/f32
+    model::ModelConfig config_;
+    model::Checkpoint checkpoint_;
+    const model::TensorView* embed_ = nullptr;  // (vocab, hidden), any of bf16/f16/f32
     std::vector<LayerWeights> layers_;
     const float* final_norm_ = nullptr;
     const float* final_norm_bias_ = nullptr;
@@ -149,8 +149,4 @@ private:
     std::chrono::steady_clock::time_point load_start_, last_progress_;
 };
 
-// IEEE half -> float, exact.
-float half_to_float(uint16_t half);
-float bf16_to_float(uint16_t bf16);
-
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -78,7 +78,7 @@ private:
     std::vector<Entry> entries_;
 };
 
-// What one cached stream's recurrent state (model/recurrent_state.h) costs
+// What one cached stream's recurrent state (cpu/recurrent_state.h) costs
 // in positions of KV; 0 without Mamba layers.
 int64_t state_cost_tokens(const model::ModelConfig& config);
 

@@ -33,15 +33,14 @@
 #include <utility>
 
 #include "gpu/check.h"
-#include "gpu/device_memory.h"
 #include "gpu/device.h"
+#include "gpu/device_memory.h"
 #include "gpu/forward_plan.h"
 #include "gpu/kernels/launch.h"
 #include "gpu/kv_blocks.h"
-#include "model/kernels/rope.h"
 #include "model/load_error.h"
+#include "model/rope.h"
 #include "model/safetensors.h"
-#include "model/weights.h"
 
 namespace tf::gpu {
 
@@ -245,7 +244,7 @@ CudaBackend::CudaBackend(const std::string& dir, const CudaOptions& options, Cud
         l.w_down = weights_.get<bf16_bits>(o.w_down);
         layers_.push_back(l);
     }
-    const std::vector<float> inv_freq = model::kernels::rope_inv_freq(c);
+    const std::vector<float> inv_freq = model::rope_inv_freq(c);
     inv_freq_ = DeviceMemory(inv_freq.size() * 4);
     TF_CUDA_CHECK(cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice));
 

@@ -16,7 +16,6 @@
 #include "gpu/forward_plan.h"
 #include "model/load_error.h"
 #include "model/safetensors.h"
-#include "model/weights.h"
 
 namespace tf::gpu {
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "model/kernels/rope.h"
 #include "model/load_error.h"
+#include "model/rope.h"
 
 namespace tf::model {
 
@@ -62,7 +62,7 @@ void read_llama3_rope_freqs(const GgufFile& f, const std::string& k, const GgufT
     // scaled ones, as rope_inv_freq computes both.
     ModelConfig scaled = c;
     scaled.rope_scaling = s;
-    const std::vector<float> plain = kernels::rope_inv_freq(c), rule = kernels::rope_inv_freq(scaled);
+    const std::vector<float> plain = rope_inv_freq(c), rule = rope_inv_freq(scaled);
     for (int32_t i = 0; i < half; ++i) {
         const double expected = static_cast<double>(plain[i]) / rule[i];
         if (std::abs(divisors[i] - expected) > 1e-4 * expected) {
@@ -105,12 +105,12 @@ std::string hf_name(const std::string& gguf) {
     return gguf;  // not one the loader reads; kept under its own name
 }
 
-std::optional<kernels::QuantType> quant_of(uint32_t type) {
+std::optional<QuantType> quant_of(uint32_t type) {
     switch (type) {
-        case ggml_type::q8_0: return kernels::QuantType::q8_0;
-        case ggml_type::q4_0: return kernels::QuantType::q4_0;
-        case ggml_type::q4_k: return kernels::QuantType::q4_k;
-        case ggml_type::q6_k: return kernels::QuantType::q6_k;
+        case ggml_type::q8_0: return QuantType::q8_0;
+        case ggml_type::q4_0: return QuantType::q4_0;
+        case ggml_type::q4_k: return QuantType::q4_k;
+        case ggml_type::q6_k: return QuantType::q6_k;
         default: return std::nullopt;
     }
 }
@@ -142,7 +142,7 @@ constexpr uint32_t kQ5_0 = 6;
 void q5_0_to_q8_0(const std::byte* q5_0, int64_t blocks, std::byte* q8_0) {
     for (int64_t b = 0; b < blocks; ++b) {
         const std::byte* in = q5_0 + b * 22;
-        kernels::BlockQ8_0 out;
+        BlockQ8_0 out;
         std::memcpy(&out.d, in, 2);
         uint32_t qh;
         std::memcpy(&qh, in + 2, 4);
@@ -267,9 +267,9 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
         view.bytes = t.bytes;
         if (t.type == kQ5_0) {
             const auto blocks = static_cast<int64_t>(t.bytes / 22);
-            auto& copy = owner->copies.emplace_back(static_cast<size_t>(blocks) * sizeof(kernels::BlockQ8_0));
+            auto& copy = owner->copies.emplace_back(static_cast<size_t>(blocks) * sizeof(BlockQ8_0));
             q5_0_to_q8_0(t.data, blocks, copy.data());
-            view.quant = kernels::QuantType::q8_0;
+            view.quant = QuantType::q8_0;
             view.dtype_text = "Q5_0 (held as Q8_0)";
             view.data = copy.data();
             view.bytes = copy.size();

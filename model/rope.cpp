@@ -1,6 +1,8 @@
-#include "model/kernels/rope.h"
+#include "model/rope.h"
 
-namespace tf::model::kernels {
+#include <cmath>
+
+namespace tf::model {
 
 std::vector<float> rope_inv_freq(const ModelConfig& config) {
     const int32_t dim = config.rope_dim();  // Nemotron turns only part of each head; NemotronH none
@@ -31,4 +33,4 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
     return inv_freq;
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::model

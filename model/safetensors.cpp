@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -252,6 +253,26 @@ const TensorView& Checkpoint::require(const std::string& name, const std::vector
                         shape_text(shape));
     }
     return *view;
+}
+
+float bf16_to_float(uint16_t bf16) {
+    const uint32_t bits = static_cast<uint32_t>(bf16) << 16;
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+}
+
+float half_to_float(uint16_t half) {
+    const uint32_t sign = (half >> 15) & 1, exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
+    float magnitude;
+    if (exponent == 0) {
+        magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // subnormal (or zero)
+    } else if (exponent == 31) {
+        magnitude = mantissa ? NAN : INFINITY;
+    } else {
+        magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
+    }
+    return sign ? -magnitude : magnitude;
 }
 
 }  // namespace tf::model

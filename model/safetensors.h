@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "model/kernels/quant_blocks.h"
+#include "model/quant_blocks.h"
 
 namespace tf::model {
 
@@ -24,6 +24,10 @@ enum class DType { bf16, f16, f32, other };
 
 const char* dtype_name(DType dtype);
 size_t dtype_bytes(DType dtype);  // 0 for other
+
+// One stored half or bf16 element as fp32; both are exact.
+float half_to_float(uint16_t half);
+float bf16_to_float(uint16_t bf16);
 
 struct TensorView {
     std::string name;
@@ -35,7 +39,7 @@ struct TensorView {
     std::string file;              // the shard it lives in, for error messages
     // GGUF only: the rows are blocks of this type (quant_blocks.h), dtype
     // is `other` and dtype_text the ggml name ("Q4_K").
-    std::optional<kernels::QuantType> quant;
+    std::optional<QuantType> quant;
     std::string stored_name;  // GGUF only: the file's own name ("blk.0.attn_q.weight"), for messages
 };
 

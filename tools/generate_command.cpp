@@ -13,10 +13,10 @@
 #include <optional>
 #include <string>
 
+#include "cpu/cpu_backend.h"
 #include "engine/engine.h"
 #include "engine/generation_speed.h"
 #include "engine/tokenizer_text.h"
-#include "model/cpu_backend.h"
 #include "tools/commands.h"
 #include "tools/model_files.h"
 
@@ -39,10 +39,10 @@ int generate_command(const config::GenerateOptions& options) {
             tok = load_model_tokenizer(options.model_dir);
             for (tokenizer::TokenId id : tok->encode(options.prompt_text)) prompt_ids.push_back(static_cast<int32_t>(id));
         }
-        model::WeightOptions weight_options;
-        if (!options.quantize.empty()) weight_options.quantize = model::kernels::parse_quant_type(options.quantize);
+        cpu::WeightOptions weight_options;
+        if (!options.quantize.empty()) weight_options.quantize = model::parse_quant_type(options.quantize);
         weight_options.progress = [](const std::string& line) { std::fprintf(stderr, "tensorfold generate: %s\n", line.c_str()); };
-        auto backend = model::load_cpu_backend(options.model_dir, options.threads, weight_options);
+        auto backend = cpu::load_cpu_backend(options.model_dir, options.threads, weight_options);
         const model::ModelConfig& config = backend->config();
         for (int32_t id : prompt_ids) {
             if (id >= config.vocab_size) {
@@ -99,9 +99,9 @@ int generate_command(const config::GenerateOptions& options) {
         }
         if (options.timings) {
             std::fflush(stdout);  // the reply first, when both go to one terminal
-            if (const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get())) {
+            if (const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get())) {
                 std::fprintf(stderr, "%16s = %s, %s, %d threads\n", "weights", cpu->weights().summary().c_str(),
-                             model::kernels::isa_name(cpu->isa()), cpu->threads());
+                             cpu::kernels::isa_name(cpu->isa()), cpu->threads());
             }
             std::fputs(speed.lines(prompt_tokens, loaded - started).c_str(), stderr);
         }

@@ -21,7 +21,7 @@ to the config's time_step_limit (default (0, inf)); transformers' pure-torch
 path also clamps it below at time_step_min, so a warning goes to stderr if
 any dt falls under that and the two readings would differ.
 
-tests/model uses it to make the committed fixtures
+tests/cpu uses it to make the committed fixtures
 (tests/fixtures/reference_*.json, nemotron_oracle.jsonl) and, when torch is
 importable, to re-check the C++ backend live.
 """

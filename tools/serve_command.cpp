@@ -15,12 +15,12 @@
 #include <sstream>
 
 #include "actors/actor_service.h"
+#include "cpu/cpu_backend.h"
 #include "engine/calibrate.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/device.h"
 #include "http/router.h"
 #include "http/server.h"
-#include "model/cpu_backend.h"
 #include "recall/record.h"
 #include "recall/test_seams.h"
 #include "tokenizer/tokenizer.h"
@@ -174,10 +174,10 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         cuda_options.memory_fraction = config.gpu_memory_fraction;
         backend = gpu::load_cuda_backend(config.model_dir, cuda_options, &cuda);
     } else {
-        model::WeightOptions weight_options;
-        if (!config.quantize.empty()) weight_options.quantize = model::kernels::parse_quant_type(config.quantize);
+        cpu::WeightOptions weight_options;
+        if (!config.quantize.empty()) weight_options.quantize = model::parse_quant_type(config.quantize);
         weight_options.progress = [](const std::string& line) { std::fprintf(stderr, "tensorfold serve: %s\n", line.c_str()); };
-        backend = model::load_cpu_backend(config.model_dir, config.threads, weight_options);
+        backend = cpu::load_cpu_backend(config.model_dir, config.threads, weight_options);
     }
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
@@ -213,18 +213,20 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         }
     }
 
-    const auto* cpu = dynamic_cast<const model::CpuBackend*>(backend.get());
+    const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get());
     const int threads = cpu ? cpu->threads() : config.threads;
     std::string device_text;
     if (device.device == config::Device::cuda) {
         device_text = fmt::format("device cuda ({}, bf16 weights {} MiB, KV cache {} tokens)", cuda.device_name,
                                   cuda.weight_bytes >> 20, cuda.kv_tokens);
     } else {
-        device_text = fmt::format("device cpu ({}, {} activations{}), {}", cpu ? model::kernels::isa_name(cpu->isa()) : "?",
-                                  cpu ? model::kernels::activations_name(cpu->activations()) : "?",
-                                  cpu && cpu->weights().quantized() ? (cpu->int8_dot_product() ? ", int8 VNNI dot products" : ", int8 dot products")
-                                                                    : "",
-                                  cpu ? cpu->weights().summary() : "?");
+        device_text =
+            fmt::format("device cpu ({}, {} activations{}), {}", cpu ? cpu::kernels::isa_name(cpu->isa()) : "?",
+                        cpu ? cpu::kernels::activations_name(cpu->activations()) : "?",
+                        cpu && cpu->weights().quantized()
+                            ? (cpu->int8_dot_product() ? ", int8 VNNI dot products" : ", int8 dot products")
+                            : "",
+                        cpu ? cpu->weights().summary() : "?");
     }
     // The startup line ends with the record's state and size, matching what
     // GET /v1/recall reports (docs/recall.md, "Flags" and "GET /v1/recall").

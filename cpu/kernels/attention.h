@@ -17,10 +17,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "model/kernels/isa.h"
-#include "model/thread_pool.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/thread_pool.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 // kernels
 
@@ -107,4 +107,4 @@ inline void attention(const KernelTable& kernels, ThreadPool& pool, const float*
     });
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -1,4 +1,4 @@
-#include "model/kernels/isa.h"
+#include "cpu/kernels/isa.h"
 
 #include <cpuid.h>
 
@@ -6,7 +6,7 @@
 #include <csignal>
 #include <stdexcept>
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 namespace scalar {
 extern const KernelTable table, table_bf16;
@@ -145,4 +145,4 @@ const KernelTable& kernel_table(Isa isa, Activations activations) {
     return scalar::table;
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <string>
 
-#include "model/kernels/packing.h"
+#include "cpu/kernels/packing.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 enum class Isa { scalar, avx2, avx512, avx512_bf16 };
 enum class Activations { f32, bf16 };
@@ -89,7 +89,7 @@ using MatmulFn = void (*)(const void* xs, int32_t M, const WeightMatrix& w, int3
 // [first, last]: softmax(q . k_j * scale), then the weighted sum of v_j. q
 // and out hold the heads one after the other; `keys` are in the KV cache's
 // blocked layout and `values` one row of head_dim floats per position
-// (model/kv_cache.h); `scores` has one row per head of last + 1 floats
+// (cpu/kv_cache.h); `scores` has one row per head of last + 1 floats
 // rounded up to 16. A head gets the same bits alone or with others.
 using AttentionHeadsFn = void (*)(const float* q, int32_t heads, const float* keys, const float* values,
                                   int32_t first, int32_t last, int32_t head_dim, float scale, float* scores,
@@ -125,4 +125,4 @@ struct KernelTable {
 const KernelTable& kernel_table(Isa isa);
 const KernelTable& kernel_table(Isa isa, Activations activations);
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -5,13 +5,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/kernels/isa.h"
-#include "model/kernels/packing.h"
-#include "model/kernels/vec16_avx2.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/packing.h"
+#include "cpu/kernels/vec16_avx2.h"
 
-namespace tf::model::kernels::avx2 {
+namespace tf::cpu::kernels::avx2 {
 
 constexpr Isa kIsa = Isa::avx2;
-#include "model/kernels/kernels_impl.inc"
+#include "cpu/kernels/kernels_impl.inc"
 
-}  // namespace tf::model::kernels::avx2
+}  // namespace tf::cpu::kernels::avx2

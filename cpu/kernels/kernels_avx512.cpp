@@ -5,15 +5,15 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/kernels/isa.h"
-#include "model/kernels/packing.h"
-#include "model/kernels/vec16_avx512.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/packing.h"
+#include "cpu/kernels/vec16_avx512.h"
 
-namespace tf::model::kernels::avx512 {
+namespace tf::cpu::kernels::avx512 {
 
 constexpr Isa kIsa = Isa::avx512;
 // VDPBF16PS emulated: this path runs on CPUs without it.
 inline V16 dot_pairs(const V16& acc, const P32& x, const P32& w) { return dot_pairs_emulated(acc, x, w); }
-#include "model/kernels/kernels_impl.inc"
+#include "cpu/kernels/kernels_impl.inc"
 
-}  // namespace tf::model::kernels::avx512
+}  // namespace tf::cpu::kernels::avx512

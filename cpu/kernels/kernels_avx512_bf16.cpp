@@ -8,11 +8,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/kernels/isa.h"
-#include "model/kernels/packing.h"
-#include "model/kernels/vec16_avx512.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/packing.h"
+#include "cpu/kernels/vec16_avx512.h"
 
-namespace tf::model::kernels::avx512_bf16 {
+namespace tf::cpu::kernels::avx512_bf16 {
 
 using namespace avx512;  // the vector type and its operations
 
@@ -22,7 +22,7 @@ inline V16 dot_pairs(const V16& acc, const P32& x, const P32& w) {
 }
 
 #define TF_KERNELS_BF16_ONLY
-#include "model/kernels/kernels_impl.inc"
+#include "cpu/kernels/kernels_impl.inc"
 #undef TF_KERNELS_BF16_ONLY
 
 // 1.5 * 2 + 2 * 0.25 with the pairs in opposite halves: 3.5 only if the
@@ -36,4 +36,4 @@ bool probe() {
     return out[0] == 3.5f && out[15] == 3.5f;
 }
 
-}  // namespace tf::model::kernels::avx512_bf16
+}  // namespace tf::cpu::kernels::avx512_bf16

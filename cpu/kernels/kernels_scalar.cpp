@@ -5,13 +5,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/kernels/isa.h"
-#include "model/kernels/packing.h"
-#include "model/kernels/vec16_scalar.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/packing.h"
+#include "cpu/kernels/vec16_scalar.h"
 
-namespace tf::model::kernels::scalar {
+namespace tf::cpu::kernels::scalar {
 
 constexpr Isa kIsa = Isa::scalar;
-#include "model/kernels/kernels_impl.inc"
+#include "cpu/kernels/kernels_impl.inc"
 
-}  // namespace tf::model::kernels::scalar
+}  // namespace tf::cpu::kernels::scalar

@@ -15,11 +15,11 @@
 #include <initializer_list>
 #include <vector>
 
-#include "model/kernels/isa.h"
-#include "model/kernels/packing.h"
-#include "model/thread_pool.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/packing.h"
+#include "cpu/thread_pool.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 // kernels
 
@@ -99,4 +99,4 @@ inline void matmul(const KernelTable& kernels, ThreadPool& pool, const void* xs,
     matmul(kernels.matmul, pool, xs, M, jobs);
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 inline int32_t padded_k(int32_t k) { return (k + 31) / 32 * 32; }
 
@@ -92,4 +92,4 @@ inline void pack_rows_bf16(const float* x, int32_t rows, int32_t k, int32_t ldx,
     }
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

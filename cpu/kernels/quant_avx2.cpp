@@ -7,16 +7,16 @@
 #include <cstdint>
 #include <cstring>
 
-#include "model/kernels/quant_matmul.h"
-#include "model/kernels/vec16_avx2.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/kernels/vec16_avx2.h"
 
-namespace tf::model::kernels::quant_avx2 {
+namespace tf::cpu::kernels::quant_avx2 {
 
 namespace {
 
 using namespace avx2;  // V16 and its operations
 
-#include "model/kernels/quant_ops_avx2.inc"
+#include "cpu/kernels/quant_ops_avx2.inc"
 
 inline __m256i dot8(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
@@ -33,7 +33,7 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
                     {_mm256_sign_epi8(x.lo, q_lo), _mm256_sign_epi8(x.hi, q_hi)});
 }
 
-#include "model/kernels/quant_tiled_impl.inc"
+#include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 
@@ -42,4 +42,4 @@ void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, i
     quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
 }
 
-}  // namespace tf::model::kernels::quant_avx2
+}  // namespace tf::cpu::kernels::quant_avx2

@@ -8,16 +8,16 @@
 #include <cstdint>
 #include <cstring>
 
-#include "model/kernels/quant_matmul.h"
-#include "model/kernels/vec16_avx2.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/kernels/vec16_avx2.h"
 
-namespace tf::model::kernels::quant_avx2_vnni {
+namespace tf::cpu::kernels::quant_avx2_vnni {
 
 namespace {
 
 using namespace avx2;  // V16 and its operations
 
-#include "model/kernels/quant_ops_avx2.inc"
+#include "cpu/kernels/quant_ops_avx2.inc"
 
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
     return {_mm256_dpbusd_avx_epi32(acc.lo, u.lo, s.lo), _mm256_dpbusd_avx_epi32(acc.hi, u.hi, s.hi)};
@@ -26,7 +26,7 @@ inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
 constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
 
-#include "model/kernels/quant_tiled_impl.inc"
+#include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 
@@ -35,4 +35,4 @@ void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, i
     quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
 }
 
-}  // namespace tf::model::kernels::quant_avx2_vnni
+}  // namespace tf::cpu::kernels::quant_avx2_vnni

@@ -7,16 +7,16 @@
 #include <cstdint>
 #include <cstring>
 
-#include "model/kernels/quant_matmul.h"
-#include "model/kernels/vec16_avx512.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/kernels/vec16_avx512.h"
 
-namespace tf::model::kernels::quant_avx512 {
+namespace tf::cpu::kernels::quant_avx512 {
 
 namespace {
 
 using namespace avx512;  // V16 and its operations
 
-#include "model/kernels/quant_ops_avx512.inc"
+#include "cpu/kernels/quant_ops_avx512.inc"
 
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
     const __m512i pairs = _mm512_maddubs_epi16(u.v, s.v);
@@ -32,7 +32,7 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
     return dot_u8s8(acc, I8{_mm512_abs_epi8(q)}, I8{signed_x});
 }
 
-#include "model/kernels/quant_tiled_impl.inc"
+#include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 
@@ -41,4 +41,4 @@ void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, i
     quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
 }
 
-}  // namespace tf::model::kernels::quant_avx512
+}  // namespace tf::cpu::kernels::quant_avx512

@@ -9,23 +9,23 @@
 #include <cstdint>
 #include <cstring>
 
-#include "model/kernels/quant_matmul.h"
-#include "model/kernels/vec16_avx512.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/kernels/vec16_avx512.h"
 
-namespace tf::model::kernels::quant_avx512_vnni {
+namespace tf::cpu::kernels::quant_avx512_vnni {
 
 namespace {
 
 using namespace avx512;  // V16 and its operations
 
-#include "model/kernels/quant_ops_avx512.inc"
+#include "cpu/kernels/quant_ops_avx512.inc"
 
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) { return {_mm512_dpbusd_epi32(acc.v, u.v, s.v)}; }
 // q8_0's stored q+128 against x, the -128 * sum bias in acc: VPDPBUSD as is.
 constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
 
-#include "model/kernels/quant_tiled_impl.inc"
+#include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 
@@ -34,4 +34,4 @@ void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, i
     quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
 }
 
-}  // namespace tf::model::kernels::quant_avx512_vnni
+}  // namespace tf::cpu::kernels::quant_avx512_vnni

@@ -1,6 +1,6 @@
 // The int8 activation packing (one scalar version for every path) and the
 // choice of quantized kernels.
-#include "model/kernels/quant_matmul.h"
+#include "cpu/kernels/quant_matmul.h"
 
 #include <cpuid.h>
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 namespace quant_scalar {
 void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out, int32_t ldo);
@@ -110,4 +110,4 @@ const QuantKernels& quant_kernels(Isa isa, bool vnni) {
     return kScalar;
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

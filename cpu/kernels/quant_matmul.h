@@ -53,12 +53,12 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "model/kernels/isa.h"
-#include "model/kernels/matmul.h"
-#include "model/kernels/quant_blocks.h"
-#include "model/thread_pool.h"
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/matmul.h"
+#include "cpu/kernels/quant_layout.h"
+#include "cpu/thread_pool.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 // One activation block of 32 (block b of a row) as the tiled kernels read
 // it, 64 bytes: the same q's and d as the pairs, and per half h (the
@@ -119,23 +119,23 @@ inline bool is_quantized(WeightFormat format) {
     return format == WeightFormat::q8_0 || format == WeightFormat::q4_0 || format == WeightFormat::q4_k ||
            format == WeightFormat::q6_k;
 }
-inline WeightFormat weight_format(QuantType type) {
+inline WeightFormat weight_format(model::QuantType type) {
     switch (type) {
-        case QuantType::q8_0: return WeightFormat::q8_0;
-        case QuantType::q4_0: return WeightFormat::q4_0;
-        case QuantType::q4_k: return WeightFormat::q4_k;
-        case QuantType::q6_k: return WeightFormat::q6_k;
+        case model::QuantType::q8_0: return WeightFormat::q8_0;
+        case model::QuantType::q4_0: return WeightFormat::q4_0;
+        case model::QuantType::q4_k: return WeightFormat::q4_k;
+        case model::QuantType::q6_k: return WeightFormat::q6_k;
     }
     return WeightFormat::q8_0;
 }
 // The type of a quantized format (is_quantized(format) must hold).
-inline QuantType quant_type(WeightFormat format) {
+inline model::QuantType quant_type(WeightFormat format) {
     switch (format) {
-        case WeightFormat::q4_0: return QuantType::q4_0;
-        case WeightFormat::q4_k: return QuantType::q4_k;
-        case WeightFormat::q6_k: return QuantType::q6_k;
-        default: assert(format == WeightFormat::q8_0); return QuantType::q8_0;
+        case WeightFormat::q4_0: return model::QuantType::q4_0;
+        case WeightFormat::q4_k: return model::QuantType::q4_k;
+        case WeightFormat::q6_k: return model::QuantType::q6_k;
+        default: assert(format == WeightFormat::q8_0); return model::QuantType::q8_0;
     }
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "model/kernels/quant_matmul.h"
-#include "model/kernels/vec16_scalar.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/kernels/vec16_scalar.h"
 
-namespace tf::model::kernels::quant_scalar {
+namespace tf::cpu::kernels::quant_scalar {
 
 namespace {
 
@@ -69,7 +69,7 @@ inline V16 lanes_fp16x8(const uint16_t* p) {
     uint16_t h[8];
     std::memcpy(h, p, 16);
     V16 v;
-    for (int l = 0; l < 16; ++l) v.lane[l] = fp16_to_float(h[l / 2]);
+    for (int l = 0; l < 16; ++l) v.lane[l] = model::fp16_to_float(h[l / 2]);
     return v;
 }
 template <int S>
@@ -102,7 +102,7 @@ inline V16 lanes_u8x8(const uint8_t* p) {
 }
 constexpr int kTiledRows = 2, kTiledTiles = 2;
 
-#include "model/kernels/quant_tiled_impl.inc"
+#include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace
 
@@ -111,4 +111,4 @@ void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, i
     quant_matmul_any(xs, M, w, n_begin, n_end, out, ldo);
 }
 
-}  // namespace tf::model::kernels::quant_scalar
+}  // namespace tf::cpu::kernels::quant_scalar

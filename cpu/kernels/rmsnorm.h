@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 // kernels
 
@@ -46,4 +46,4 @@ inline void layernorm_row(const float* x, const float* w, const float* b, int32_
     for (int32_t i = 0; i < dim; ++i) out[i] = (x[i] - mean) * inv * w[i] + b[i];
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

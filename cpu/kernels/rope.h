@@ -1,7 +1,6 @@
 // Rotary position embedding, HF "rotate_half" form (Llama, Mistral, Qwen2,
 // Qwen3): x'[i] = x[i] cos - x[i+d/2] sin, x'[i+d/2] = x[i+d/2] cos + x[i] sin,
-// with angle = position * inv_freq[i]. inv_freq is computed as transformers
-// does (fp32), including rope_scaling type llama3.
+// with angle = position * inv_freq[i] (inv_freq from model/rope.h).
 #pragma once
 
 #include <cassert>
@@ -9,14 +8,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/model_config.h"
-
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 
 // kernels
-
-// head_dim / 2 inverse frequencies.
-std::vector<float> rope_inv_freq(const ModelConfig& config);
 
 // cos and sin of position * inv_freq[i], for i < half.
 inline void rope_angles(const float* inv_freq, int32_t half, int32_t position, float* cos_out, float* sin_out) {
@@ -43,4 +37,4 @@ inline void rope(float* x, int32_t heads, int32_t head_dim, const float* cos_v, 
     for (int32_t h = 0; h < heads; ++h) rope_head(x + static_cast<size_t>(h) * head_dim, cos_v, sin_v, head_dim / 2);
 }
 
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

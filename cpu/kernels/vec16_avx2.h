@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace tf::model::kernels::avx2 {
+namespace tf::cpu::kernels::avx2 {
 
 struct V16 {
     __m256 lo, hi;
@@ -114,4 +114,4 @@ inline V16 scale_pow2_16(const V16& p, const V16& n) { return {scale_pow2_8(p.lo
 // Attention's accumulators in flight: 12 of the 16 ymm registers.
 constexpr int kAttentionAccumulators = 6;
 
-}  // namespace tf::model::kernels::avx2
+}  // namespace tf::cpu::kernels::avx2

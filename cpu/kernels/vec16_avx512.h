@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace tf::model::kernels::avx512 {
+namespace tf::cpu::kernels::avx512 {
 
 struct V16 {
     __m512 v;
@@ -124,4 +124,4 @@ inline V16 scale_pow2_16(const V16& p, const V16& n) {
 // values.
 constexpr int kAttentionAccumulators = 24;
 
-}  // namespace tf::model::kernels::avx512
+}  // namespace tf::cpu::kernels::avx512

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace tf::model::kernels::scalar {
+namespace tf::cpu::kernels::scalar {
 
 struct V16 {
     float lane[16];
@@ -162,4 +162,4 @@ inline V16 scale_pow2_16(const V16& p, const V16& n) {
 // sum is fixed by key positions.
 constexpr int kAttentionAccumulators = 8;
 
-}  // namespace tf::model::kernels::scalar
+}  // namespace tf::cpu::kernels::scalar

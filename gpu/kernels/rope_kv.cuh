@@ -1,5 +1,5 @@
 // Per row, after the q/k/v projection: Qwen3's RMSNorm of each q and k head,
-// RoPE of q and k (rotate_half, as model/kernels/rope.h: angle = position *
+// RoPE of q and k (rotate_half, as cpu/kernels/rope.h: angle = position *
 // inv_freq[i] as an fp32 product, cos and sin computed in double and rounded
 // to float), then k and v stored as bf16 in the layer's KV pools at the
 // row's slot. One block per row; warp w takes heads w, w + 8, ... (q heads

@@ -10,12 +10,12 @@
 #include <limits>
 #include <random>
 
-#include "model/kernels/attention.h"
-#include "model/kv_cache.h"
-#include "kernel_test_support.h"
-#include "test_support.h"
+#include "cpu/kernels/attention.h"
+#include "cpu/kv_cache.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 namespace {
 
 using testing::random_floats;
@@ -220,4 +220,4 @@ TEST(KvCache, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
 }
 
 }  // namespace
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -6,12 +6,13 @@
 #include <cstring>
 #include <string>
 
+#include "cpu/cpu_backend.h"
 #include "model/checkpoint_writer.h"
-#include "model/cpu_backend.h"
 #include "model/load_error.h"
-#include "test_support.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model {
+namespace tf::cpu {
 namespace {
 
 using testing::TempDir;
@@ -19,18 +20,18 @@ using testing::TempDir;
 class BackendContract : public ::testing::Test {
 protected:
     void SetUp() override {
-        write_checkpoint(preset_spec("tiny-qwen3"), dir_.str());
+        model::write_checkpoint(model::preset_spec("tiny-qwen3"), dir_.str());
         backend_ = load_cpu_backend(dir_.str(), 2);
     }
     TempDir dir_;
-    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<model::Backend> backend_;
 };
 
 TEST_F(BackendContract, LogitsComeOnlyForRowsThatAskInRowOrder) {
     backend_->open_stream(1, 8);
     backend_->open_stream(2, 8);
     std::vector<float> both, first_only;
-    std::vector<Row> rows = {{1, 0, 10, true}, {2, 0, 20, true}};
+    std::vector<model::Row> rows = {{1, 0, 10, true}, {2, 0, 20, true}};
     backend_->forward(rows, both);
     ASSERT_EQ(both.size(), 2u * 256u);
     backend_->truncate(1, 0);
@@ -47,16 +48,17 @@ TEST_F(BackendContract, LogitsComeOnlyForRowsThatAskInRowOrder) {
 // over the logits that row would return, at position + 1, with the sampler
 // it names; only rows that ask get logits, and a row may ask for both.
 TEST_F(BackendContract, SamplingRowsReturnTheTokenOfTheirOwnLogits) {
-    const std::vector<TokenId> prompt = {3, 14, 15, 92, 65, 35};
-    const std::vector<SamplingParams> samplers = {
-        {.temperature = 0.0f}, {.temperature = 0.8f, .top_p = 0.9f, .seed = 7}, {.temperature = 1.5f, .seed = 99},
-        {.temperature = 1.0f, .top_k = 5, .min_p = 0.05f, .seed = 3}};
+    const std::vector<model::TokenId> prompt = {3, 14, 15, 92, 65, 35};
+    const std::vector<model::SamplingParams> samplers = {{.temperature = 0.0f},
+                                                         {.temperature = 0.8f, .top_p = 0.9f, .seed = 7},
+                                                         {.temperature = 1.5f, .seed = 99},
+                                                         {.temperature = 1.0f, .top_k = 5, .min_p = 0.05f, .seed = 3}};
     backend_->open_stream(1, 16);
     backend_->open_stream(2, 16);
-    std::vector<Row> rows;
+    std::vector<model::Row> rows;
     for (int32_t i = 0; i < 6; ++i) rows.push_back({1, i, prompt[i], true, i % 4});
     for (int32_t i = 0; i < 4; ++i) rows.push_back({2, i, prompt[5 - i], i == 2, i == 1 ? -1 : 3 - i});
-    RowOutputs out;
+    model::RowOutputs out;
     backend_->forward(rows, samplers, out);
     ASSERT_EQ(out.tokens.size(), 9u);
     ASSERT_EQ(out.logits.size(), 7u * 256u);
@@ -64,8 +66,8 @@ TEST_F(BackendContract, SamplingRowsReturnTheTokenOfTheirOwnLogits) {
     // The same rows again, every one returning logits, sampled here.
     backend_->truncate(1, 0);
     backend_->truncate(2, 0);
-    std::vector<Row> all = rows;
-    for (Row& row : all) row.want_logits = true, row.sampler = -1;
+    std::vector<model::Row> all = rows;
+    for (model::Row& row : all) row.want_logits = true, row.sampler = -1;
     std::vector<float> logits;
     backend_->forward(all, logits);
     ASSERT_EQ(logits.size(), 10u * 256u);
@@ -83,9 +85,9 @@ TEST_F(BackendContract, SamplingRowsReturnTheTokenOfTheirOwnLogits) {
 
 TEST_F(BackendContract, ASamplerOutsideTheListIsRefusedBeforeAnythingRuns) {
     backend_->open_stream(1, 8);
-    const SamplingParams greedy{.temperature = 0.0f};
-    RowOutputs out;
-    const std::vector<Row> rows = {{1, 0, 10, false, 0}, {1, 1, 11, false, 1}};
+    const model::SamplingParams greedy{.temperature = 0.0f};
+    model::RowOutputs out;
+    const std::vector<model::Row> rows = {{1, 0, 10, false, 0}, {1, 1, 11, false, 1}};
     EXPECT_THROW(backend_->forward(rows, {&greedy, 1}, out), std::invalid_argument);
     EXPECT_EQ(backend_->stream_length(1), 0);
     backend_->forward(std::span(rows).first(1), {&greedy, 1}, out);
@@ -136,11 +138,12 @@ TEST_F(BackendContract, MisuseIsRefusedWithAReason) {
     EXPECT_THROW(backend_->open_stream(1, 4), std::invalid_argument);
     EXPECT_THROW(backend_->stream_length(9), std::invalid_argument);
     std::vector<float> logits;
-    std::vector<Row> gap = {{1, 1, 5, true}};  // position 0 was never written
+    std::vector<model::Row> gap = {{1, 1, 5, true}};  // position 0 was never written
     EXPECT_THROW(backend_->forward(gap, logits), std::invalid_argument);
-    std::vector<Row> bad_token = {{1, 0, 256, true}};
+    std::vector<model::Row> bad_token = {{1, 0, 256, true}};
     EXPECT_THROW(backend_->forward(bad_token, logits), std::invalid_argument);
-    std::vector<Row> full = {{1, 0, 1, false}, {1, 1, 1, false}, {1, 2, 1, false}, {1, 3, 1, false}, {1, 4, 1, true}};
+    std::vector<model::Row> full = {
+        {1, 0, 1, false}, {1, 1, 1, false}, {1, 2, 1, false}, {1, 3, 1, false}, {1, 4, 1, true}};
     EXPECT_THROW(backend_->forward(full, logits), std::invalid_argument);
     EXPECT_EQ(backend_->stream_length(1), 0);  // a refused forward changes nothing
     EXPECT_THROW(backend_->truncate(1, 1), std::invalid_argument);
@@ -152,10 +155,10 @@ TEST_F(BackendContract, MisuseIsRefusedWithAReason) {
 
 TEST(BackendLoad, UnsupportedHeadDimIsALoadError) {
     TempDir dir;
-    CheckpointSpec spec = preset_spec("tiny-llama");
+    model::CheckpointSpec spec = model::preset_spec("tiny-llama");
     spec.head_dim = 24;
-    write_checkpoint(spec, dir.str());
-    EXPECT_THROW(load_cpu_backend(dir.str(), 1), LoadError);
+    model::write_checkpoint(spec, dir.str());
+    EXPECT_THROW(load_cpu_backend(dir.str(), 1), model::LoadError);
 }
 
 TEST(BackendLoad, ConfigReportsWhatConfigJsonSaid) {
@@ -165,4 +168,4 @@ TEST(BackendLoad, ConfigReportsWhatConfigJsonSaid) {
 }
 
 }  // namespace
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -6,11 +6,11 @@
 // same with bf16 activations on every path that computes with them.
 #include <gtest/gtest.h>
 
-#include "model/cpu_backend.h"
-#include "kernel_test_support.h"
-#include "test_support.h"
+#include "cpu/cpu_backend.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model {
+namespace tf::cpu {
 namespace {
 
 using kernels::Isa;
@@ -56,7 +56,7 @@ TEST_F(BatchInvariance, RowsMixedWithOtherStreamsAtOtherPositionsEqualOnePrefill
     backend_->open_stream(0, kTokens);
     backend_->open_stream(1, kTokens + 40);
     backend_->open_stream(2, kTokens + 40);
-    std::vector<Row> warm;
+    std::vector<model::Row> warm;
     for (int32_t i = 0; i < 30; ++i) warm.push_back({1, i, other[i], false});
     std::vector<float> logits;
     backend_->forward(warm, logits);
@@ -67,7 +67,7 @@ TEST_F(BatchInvariance, RowsMixedWithOtherStreamsAtOtherPositionsEqualOnePrefill
     const int32_t chunks[] = {3, 1, 9, 2, 17, 5, 1, 12, 6, 16};
     while (at < kTokens) {
         const int32_t n = std::min(chunks[round % 10], kTokens - at);
-        std::vector<Row> rows;
+        std::vector<model::Row> rows;
         std::vector<size_t> ours;  // indices in `rows` of stream 0's rows
         auto add_others = [&](int32_t count) {
             for (int32_t i = 0; i < count; ++i) rows.push_back({1, other_1, other[other_1], i % 2 == 0}), ++other_1;
@@ -151,7 +151,7 @@ TEST_F(BatchInvariance, TruncatedDraftsRecomputeToTheSameBits) {
     // and bring back the same ones: the cache holds exactly what it should.
     const size_t vocab = static_cast<size_t>(backend_->config().vocab_size);
     backend_->open_stream(5, kTokens);
-    std::vector<Row> rows;
+    std::vector<model::Row> rows;
     std::vector<float> logits;
     for (int32_t i = 0; i < 40; ++i) rows.push_back({5, i, tokens_[i], false});
     backend_->forward(rows, logits);
@@ -171,7 +171,7 @@ TEST_F(BatchInvariance, CopiedPrefixContinuesWithTheSameBits) {
     const size_t vocab = static_cast<size_t>(backend_->config().vocab_size);
     backend_->open_stream(6, kTokens);
     backend_->open_stream(7, kTokens);
-    std::vector<Row> rows;
+    std::vector<model::Row> rows;
     std::vector<float> logits;
     for (int32_t i = 0; i < 50; ++i) rows.push_back({6, i, tokens_[i], false});
     backend_->forward(rows, logits);
@@ -184,4 +184,4 @@ TEST_F(BatchInvariance, CopiedPrefixContinuesWithTheSameBits) {
 }
 
 }  // namespace
-}  // namespace tf::model
+}  // namespace tf::cpu

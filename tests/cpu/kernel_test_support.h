@@ -7,11 +7,15 @@
 #include <random>
 #include <vector>
 
+#include "cpu/kernels/isa.h"
+#include "cpu/kernels/packing.h"
 #include "model/checkpoint_writer.h"
-#include "model/kernels/isa.h"
-#include "model/kernels/packing.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model::testing {
+namespace tf::cpu::testing {
+
+// The model tests' helpers (tests/model/test_support.h) answer as these do.
+using namespace model::testing;
 
 using kernels::Activations;
 using kernels::Isa;
@@ -60,7 +64,7 @@ struct TestWeights {
         if (format == WeightFormat::bf16 || format == WeightFormat::bf16_tiled) {
             bf16.assign(static_cast<size_t>(rows) * stride, 0);
             for (int32_t r = 0; r < rows; ++r)
-                for (int32_t c = 0; c < cols; ++c) bf16[r * stride + c] = float_to_bf16(values[r * cols + c]);
+                for (int32_t c = 0; c < cols; ++c) bf16[r * stride + c] = model::float_to_bf16(values[r * cols + c]);
             if (format == WeightFormat::bf16_tiled) {
                 // Garbage in the padding rows, which the kernel must never read.
                 std::vector<uint16_t> tiled(static_cast<size_t>(kernels::tiled_rows(rows)) * stride, 0x7FC1);
@@ -79,4 +83,4 @@ struct TestWeights {
         : TestWeights(rows, cols, format, random_floats(static_cast<size_t>(rows) * cols, seed, 0.5f)) {}
 };
 
-}  // namespace tf::model::testing
+}  // namespace tf::cpu::testing

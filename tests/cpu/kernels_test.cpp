@@ -8,14 +8,15 @@
 #include <cmath>
 #include <random>
 
+#include "cpu/kernels/matmul.h"
+#include "cpu/kernels/rmsnorm.h"
+#include "cpu/kernels/rope.h"
 #include "model/checkpoint_writer.h"
-#include "model/kernels/matmul.h"
-#include "model/kernels/rmsnorm.h"
-#include "model/kernels/rope.h"
-#include "kernel_test_support.h"
-#include "test_support.h"
+#include "model/rope.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 namespace {
 
 using testing::random_floats;
@@ -107,10 +108,10 @@ TEST(RmsNorm, IsCloseToTheDoubleReference) {
 }
 
 TEST(Rope, RotatesPairsHalfADimensionApartByPositionTimesFrequency) {
-    ModelConfig c;
+    model::ModelConfig c;
     c.head_dim = 8;
     c.rope_theta = 10000.0;
-    auto inv_freq = rope_inv_freq(c);
+    auto inv_freq = model::rope_inv_freq(c);
     ASSERT_EQ(inv_freq.size(), 4u);
     EXPECT_FLOAT_EQ(inv_freq[0], 1.0f);
     EXPECT_NEAR(inv_freq[1], 0.1f, 1e-7);  // 10000^(-2/8)
@@ -126,12 +127,12 @@ TEST(Rope, RotatesPairsHalfADimensionApartByPositionTimesFrequency) {
 }
 
 TEST(Rope, Llama3ScalingDividesLowFrequenciesAndKeepsHighOnes) {
-    ModelConfig c;
+    model::ModelConfig c;
     c.head_dim = 128;
     c.rope_theta = 500000.0;
-    auto plain = rope_inv_freq(c);
+    auto plain = model::rope_inv_freq(c);
     c.rope_scaling.enabled = true;  // factor 8, low 1, high 4, original 8192
-    auto scaled = rope_inv_freq(c);
+    auto scaled = model::rope_inv_freq(c);
     EXPECT_EQ(scaled[0], plain[0]);                       // wavelength 2 pi: high frequency, kept
     EXPECT_FLOAT_EQ(scaled[63], plain[63] / 8.0f);        // longest wavelength: divided by the factor
     bool smoothed = false;
@@ -170,4 +171,4 @@ TEST(ThreadPoolTest, BackToBackJobsOfChangingSizeNeverShareAChunk) {
 }
 
 }  // namespace
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

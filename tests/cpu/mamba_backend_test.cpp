@@ -10,12 +10,12 @@
 
 #include <algorithm>
 
-#include "kernel_test_support.h"
+#include "cpu/cpu_backend.h"
 #include "model/checkpoint_writer.h"
-#include "model/cpu_backend.h"
-#include "test_support.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model {
+namespace tf::cpu {
 namespace {
 
 using kernels::Isa;
@@ -30,9 +30,9 @@ class MambaBackend : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         dir_ = new TempDir();
-        CheckpointSpec spec = preset_spec("tiny-nemotron-h");
+        model::CheckpointSpec spec = model::preset_spec("tiny-nemotron-h");
         spec.seed = 21;
-        write_checkpoint(spec, dir_->str());
+        model::write_checkpoint(spec, dir_->str());
     }
     static void TearDownTestSuite() {
         delete dir_;
@@ -49,8 +49,8 @@ protected:
         prefill_ = logits_in_chunks(*backend_, 0, tokens_, {kTokens});
     }
     // Runs `tokens` on `stream` (open, at `position`) as one forward; returns their logits.
-    std::vector<float> run(StreamId stream, int32_t position, const std::vector<int32_t>& tokens) {
-        std::vector<Row> rows;
+    std::vector<float> run(model::StreamId stream, int32_t position, const std::vector<int32_t>& tokens) {
+        std::vector<model::Row> rows;
         for (size_t i = 0; i < tokens.size(); ++i)
             rows.push_back({stream, position + static_cast<int32_t>(i), tokens[i], true});
         std::vector<float> logits;
@@ -84,7 +84,7 @@ TEST_F(MambaBackend, RowsMixedWithOtherStreamsEqualOnePrefill) {
     const auto other = random_tokens(kTokens + 30, vocab_, 7);
     backend_->open_stream(1, kTokens);
     backend_->open_stream(2, kTokens + 30);
-    std::vector<Row> warm;
+    std::vector<model::Row> warm;
     for (int32_t i = 0; i < 30; ++i) warm.push_back({2, i, other[i], false});
     std::vector<float> ignored;
     backend_->forward(warm, ignored);
@@ -92,7 +92,7 @@ TEST_F(MambaBackend, RowsMixedWithOtherStreamsEqualOnePrefill) {
     std::vector<float> ours;
     int32_t p = 0;
     for (int32_t chunk : {5, 9, 17, 20, 29}) {
-        std::vector<Row> rows;
+        std::vector<model::Row> rows;
         for (int32_t i = 0, j = 0; i < chunk; ++i) {
             if (chunk % 2 == 1 && i % 3 == 0) {
                 rows.push_back({2, 30 + j, other[30 + j], false});
@@ -100,7 +100,8 @@ TEST_F(MambaBackend, RowsMixedWithOtherStreamsEqualOnePrefill) {
             }
             rows.push_back({1, p + i, tokens_[p + i], true});
         }
-        if (chunk == 17) std::stable_partition(rows.begin(), rows.end(), [](const Row& r) { return r.stream == 1; });
+        if (chunk == 17)
+            std::stable_partition(rows.begin(), rows.end(), [](const model::Row& r) { return r.stream == 1; });
         std::vector<float> logits;
         backend_->forward(rows, logits);
         ours.insert(ours.end(), logits.begin(), logits.end());
@@ -128,7 +129,7 @@ TEST_F(MambaBackend, ThreadCountsAndSimdPathsGiveTheSameBits) {
 TEST_F(MambaBackend, ARoundWhoseDraftsWereAllPartlyOrNotAtAllRejectedLeavesTheExactState) {
     constexpr int32_t kAt = 40, kDrafts = 8;
     for (int32_t right : {0, 3, kDrafts}) {
-        const StreamId s = 10 + right;
+        const model::StreamId s = 10 + right;
         backend_->open_stream(s, kTokens);
         run(s, 0, slice(0, kAt));
         std::vector<int32_t> round = slice(kAt, 1 + kDrafts);
@@ -216,7 +217,7 @@ TEST_F(MambaBackend, ACopyInsideTheSourcesRoundAndAtItsWholeLengthContinueExactl
 
 TEST_F(MambaBackend, QuantizedWeightsKeepTheInvariance) {
     WeightOptions options;
-    options.quantize = kernels::QuantType::q8_0;
+    options.quantize = model::QuantType::q8_0;
     auto quantized = load_cpu_backend(dir_->str(), 2, testing::fastest_isa(kernels::Activations::f32),
                                       kernels::Activations::f32, options);
     const std::vector<float> whole = logits_in_chunks(*quantized, 0, tokens_, {kTokens});
@@ -225,4 +226,4 @@ TEST_F(MambaBackend, QuantizedWeightsKeepTheInvariance) {
 }
 
 }  // namespace
-}  // namespace tf::model
+}  // namespace tf::cpu

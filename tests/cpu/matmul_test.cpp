@@ -8,12 +8,12 @@
 #include <cstring>
 #include <random>
 
+#include "cpu/kernels/matmul.h"
 #include "model/checkpoint_writer.h"
-#include "model/kernels/matmul.h"
-#include "kernel_test_support.h"
-#include "test_support.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 namespace {
 
 float bits_to_float(uint32_t bits) {
@@ -192,4 +192,4 @@ TEST(TiledWeights, GiveTheBitsOfTheRowMajorLayoutOnEveryPath) {
 }
 
 }  // namespace
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -12,11 +12,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "kernel_test_support.h"
-#include "model/cpu_backend.h"
-#include "test_support.h"
+#include "cpu/cpu_backend.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model {
+namespace tf::cpu {
 namespace {
 
 constexpr double kNearTie = 1e-4;
@@ -53,7 +53,7 @@ TEST(NemotronOracle, GreedyIdsOfBothFamiliesEqualTheReferenceUpToNearTies) {
         const auto expected = c.at("greedy").get<std::vector<int32_t>>();
         const auto gaps = c.at("gaps").get<std::vector<double>>();
         backend->open_stream(0, static_cast<int32_t>(prompt.size() + expected.size()) + 1);
-        std::vector<Row> rows;
+        std::vector<model::Row> rows;
         for (size_t i = 0; i < prompt.size(); ++i)
             rows.push_back({0, static_cast<int32_t>(i), prompt[i], i + 1 == prompt.size()});
         std::vector<float> logits;
@@ -64,7 +64,7 @@ TEST(NemotronOracle, GreedyIdsOfBothFamiliesEqualTheReferenceUpToNearTies) {
             const int32_t id = argmax(logits, 0, vocab);
             ASSERT_EQ(id, expected[step]) << c.at("arch") << ", prompt of " << prompt.size() << ", step " << step;
             ++compared;
-            const Row next{0, position++, id, true};
+            const model::Row next{0, position++, id, true};
             backend->forward({&next, 1}, logits);
         }
     }
@@ -72,4 +72,4 @@ TEST(NemotronOracle, GreedyIdsOfBothFamiliesEqualTheReferenceUpToNearTies) {
 }
 
 }  // namespace
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -12,12 +12,13 @@
 #include <cstdio>
 #include <fstream>
 
-#include "model/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "engine/sampler.h"
-#include "oracle_cases.h"
-#include "test_support.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/oracle_cases.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model {
+namespace tf::cpu {
 namespace {
 
 using testing::fixture_path;
@@ -47,9 +48,9 @@ TEST_P(HfOracle, GreedyDecodingOfTinycodeMatchesTransformersExactly) {
     const int32_t vocab = backend->config().vocab_size;
     for (size_t c = 0; c < cases.size(); ++c) {
         const GreedyCase& g = cases[c];
-        const auto stream = static_cast<StreamId>(c);
+        const auto stream = static_cast<model::StreamId>(c);
         backend->open_stream(stream, static_cast<int32_t>(g.prompt.size() + g.greedy.size()) + 1);
-        std::vector<Row> rows;
+        std::vector<model::Row> rows;
         for (size_t i = 0; i < g.prompt.size(); ++i) {
             rows.push_back({stream, static_cast<int32_t>(i), g.prompt[i], i + 1 == g.prompt.size()});
         }
@@ -68,7 +69,7 @@ TEST_P(HfOracle, GreedyDecodingOfTinycodeMatchesTransformersExactly) {
             ASSERT_EQ(logits.size(), static_cast<size_t>(vocab));
             const int32_t next = engine::argmax(logits);
             produced.push_back(next);
-            Row row{stream, static_cast<int32_t>(g.prompt.size() + step), next, true};
+            model::Row row{stream, static_cast<int32_t>(g.prompt.size() + step), next, true};
             if (step + 1 < g.greedy.size()) backend->forward({&row, 1}, logits);
         }
         EXPECT_EQ(produced, g.greedy) << "case " << c;
@@ -82,4 +83,4 @@ INSTANTIATE_TEST_SUITE_P(Activations, HfOracle, ::testing::Values(kernels::Activ
                          [](const auto& info) { return std::string(kernels::activations_name(info.param)); });
 
 }  // namespace
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -14,16 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "kernel_test_support.h"
-#include "model/kernels/quant_matmul.h"
-#include "test_support.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model::kernels {
+namespace tf::cpu::kernels {
 namespace {
 
 using testing::random_floats;
 
-constexpr QuantType kTypes[] = {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k};
+constexpr model::QuantType kTypes[] = {model::QuantType::q8_0, model::QuantType::q4_0, model::QuantType::q4_k,
+                                       model::QuantType::q6_k};
 
 float bits_to_float(uint32_t bits) {
     float f;
@@ -54,14 +55,14 @@ struct QuantMatrix {
     std::vector<uint8_t> gguf, kernel;
     std::vector<float> dequantized;  // row-major, what the blocks mean
     WeightMatrix w;
-    QuantMatrix(QuantType type, int32_t rows, int32_t cols, uint32_t seed) {
+    QuantMatrix(model::QuantType type, int32_t rows, int32_t cols, uint32_t seed) {
         const auto values = random_floats(static_cast<size_t>(rows) * cols, seed, 0.5f);
-        const size_t row_bytes = quant_row_bytes(type, cols);
+        const size_t row_bytes = model::quant_row_bytes(type, cols);
         gguf.resize(row_bytes * rows);
         dequantized.resize(values.size());
         for (int32_t r = 0; r < rows; ++r) {
-            quantize_row(type, &values[static_cast<size_t>(r) * cols], cols, &gguf[r * row_bytes]);
-            dequantize_row(type, &gguf[r * row_bytes], cols, &dequantized[static_cast<size_t>(r) * cols]);
+            model::quantize_row(type, &values[static_cast<size_t>(r) * cols], cols, &gguf[r * row_bytes]);
+            model::dequantize_row(type, &gguf[r * row_bytes], cols, &dequantized[static_cast<size_t>(r) * cols]);
         }
         kernel.resize(quant_kernel_matrix_bytes(type, rows, cols));
         repack_quant(type, gguf.data(), rows, cols, kernel.data());
@@ -85,19 +86,19 @@ std::vector<float> run(const QuantKernels& k, const std::vector<char>& xs, int32
 }
 
 TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
-    EXPECT_EQ(quant_block_bytes(QuantType::q8_0), 34u);
-    EXPECT_EQ(quant_block_bytes(QuantType::q4_0), 18u);
-    EXPECT_EQ(quant_block_bytes(QuantType::q4_k), 144u);
-    EXPECT_EQ(quant_block_bytes(QuantType::q6_k), 210u);
-    EXPECT_EQ(quant_block_elements(QuantType::q8_0), 32);
-    EXPECT_EQ(quant_block_elements(QuantType::q6_k), 256);
-    EXPECT_EQ(quant_row_bytes(QuantType::q4_0, 96), 54u);
-    EXPECT_EQ(quant_row_bytes(QuantType::q4_k, 512), 288u);
+    EXPECT_EQ(model::quant_block_bytes(model::QuantType::q8_0), 34u);
+    EXPECT_EQ(model::quant_block_bytes(model::QuantType::q4_0), 18u);
+    EXPECT_EQ(model::quant_block_bytes(model::QuantType::q4_k), 144u);
+    EXPECT_EQ(model::quant_block_bytes(model::QuantType::q6_k), 210u);
+    EXPECT_EQ(model::quant_block_elements(model::QuantType::q8_0), 32);
+    EXPECT_EQ(model::quant_block_elements(model::QuantType::q6_k), 256);
+    EXPECT_EQ(model::quant_row_bytes(model::QuantType::q4_0, 96), 54u);
+    EXPECT_EQ(model::quant_row_bytes(model::QuantType::q4_k, 512), 288u);
     // tiles of 8 rows: a head of scales padded to 64 bytes, then the quants
-    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q8_0, 16, 128), 2u * (64 + 4 * 256));
-    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_0, 9, 96), 2u * (64 + 3 * 128));
-    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q4_k, 8, 512), 320u + 2 * 1024);
-    EXPECT_EQ(quant_kernel_matrix_bytes(QuantType::q6_k, 3, 256), 192u + 1536);
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q8_0, 16, 128), 2u * (64 + 4 * 256));
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_0, 9, 96), 2u * (64 + 3 * 128));
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_k, 8, 512), 320u + 2 * 1024);
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q6_k, 3, 256), 192u + 1536);
     EXPECT_EQ(quant_activation_row_bytes(96), 3u * 64);
 }
 
@@ -105,10 +106,10 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
 // of group g's vector holds row r's elements 8g + 4h .. 8g + 4h + 3.
 TEST(QuantBlocks, RepackInterleavesEightRowsPerTileAsTheHeaderSays) {
     const int32_t rows = 11, cols = 64;  // two tiles, the second with 5 padding rows
-    for (QuantType type : {QuantType::q8_0, QuantType::q4_0}) {
+    for (model::QuantType type : {model::QuantType::q8_0, model::QuantType::q4_0}) {
         const QuantMatrix m(type, rows, cols, 5);
         const size_t head = quant_tile_head_bytes(type, cols), tile = quant_tile_bytes(type, cols);
-        const size_t block_bytes = quant_block_bytes(type), row_bytes = quant_row_bytes(type, cols);
+        const size_t block_bytes = model::quant_block_bytes(type), row_bytes = model::quant_row_bytes(type, cols);
         for (int32_t row = 0; row < 16; ++row) {
             const uint8_t* t = m.kernel.data() + (row / 8) * tile;
             const int32_t r = row % 8;
@@ -119,16 +120,18 @@ TEST(QuantBlocks, RepackInterleavesEightRowsPerTileAsTheHeaderSays) {
                 EXPECT_EQ(d, row < rows ? gguf[0] | (gguf[1] << 8) : 0) << row;
                 for (int32_t e = 0; e < 32; ++e) {
                     int stored;
-                    if (type == QuantType::q8_0) {
+                    if (type == model::QuantType::q8_0) {
                         stored = t[head + 256 * b + 64 * (e / 8) + 8 * r + e % 8] - 128;
                     } else {
                         const uint8_t byte = t[head + 128 * b + 64 * (e % 16 / 8) + 8 * r + e % 8];
                         stored = (e < 16 ? byte & 0xF : byte >> 4) - 8;
                     }
-                    const int want = row >= rows ? (type == QuantType::q8_0 ? 0 : -8)
-                                     : type == QuantType::q8_0 ? static_cast<int8_t>(gguf[2 + e])
-                                                               : (e < 16 ? gguf[2 + e] & 0xF : gguf[2 + e - 16] >> 4) - 8;
-                    EXPECT_EQ(stored, want) << quant_type_name(type) << " row " << row << " element " << 32 * b + e;
+                    const int want = row >= rows ? (type == model::QuantType::q8_0 ? 0 : -8)
+                                     : type == model::QuantType::q8_0
+                                         ? static_cast<int8_t>(gguf[2 + e])
+                                         : (e < 16 ? gguf[2 + e] & 0xF : gguf[2 + e - 16] >> 4) - 8;
+                    EXPECT_EQ(stored, want)
+                        << model::quant_type_name(type) << " row " << row << " element " << 32 * b + e;
                 }
             }
         }
@@ -136,30 +139,30 @@ TEST(QuantBlocks, RepackInterleavesEightRowsPerTileAsTheHeaderSays) {
 }
 
 TEST(QuantBlocks, NamesParseAndPrint) {
-    for (QuantType type : kTypes) EXPECT_EQ(parse_quant_type(quant_type_name(type)), type);
-    EXPECT_EQ(parse_quant_type("Q4_K"), QuantType::q4_k);
-    EXPECT_THROW(parse_quant_type("q5_k"), std::invalid_argument);
+    for (model::QuantType type : kTypes) EXPECT_EQ(model::parse_quant_type(model::quant_type_name(type)), type);
+    EXPECT_EQ(model::parse_quant_type("Q4_K"), model::QuantType::q4_k);
+    EXPECT_THROW(model::parse_quant_type("q5_k"), std::invalid_argument);
     EXPECT_THROW(quant_kernels(Isa::scalar, true), std::invalid_argument);
 }
 
 TEST(QuantFp16, ConvertsEveryHalfExactlyAndRoundsFloatsToNearestEven) {
     for (uint32_t h = 0; h < 0x10000; ++h) {
-        const float f = fp16_to_float(static_cast<uint16_t>(h));
+        const float f = model::fp16_to_float(static_cast<uint16_t>(h));
         if (std::isnan(f)) {
-            EXPECT_TRUE(std::isnan(fp16_to_float(float_to_fp16(f))));
+            EXPECT_TRUE(std::isnan(model::fp16_to_float(model::float_to_fp16(f))));
         } else {
-            EXPECT_EQ(float_to_fp16(f), h) << h;
+            EXPECT_EQ(model::float_to_fp16(f), h) << h;
         }
     }
-    EXPECT_EQ(fp16_to_float(0x3C00), 1.0f);
-    EXPECT_EQ(fp16_to_float(0x0001), 0x1p-24f);
-    EXPECT_EQ(float_to_fp16(1.0f + 0x1p-11f), 0x3C00);                // tie, even stays
-    EXPECT_EQ(float_to_fp16(1.0f + 3 * 0x1p-11f), 0x3C02);            // tie, odd rounds up
-    EXPECT_EQ(float_to_fp16(0x1p-25f), 0x0000);                        // tie to the even zero
-    EXPECT_EQ(float_to_fp16(0x1.8p-24f), 0x0002);                      // 1.5 ulp subnormal -> 2
-    EXPECT_EQ(float_to_fp16(65520.0f), 0x7C00);                        // rounds past the largest half
-    EXPECT_EQ(float_to_fp16(65519.0f), 0x7BFF);
-    EXPECT_EQ(float_to_fp16(-2.0f), 0xC000);
+    EXPECT_EQ(model::fp16_to_float(0x3C00), 1.0f);
+    EXPECT_EQ(model::fp16_to_float(0x0001), 0x1p-24f);
+    EXPECT_EQ(model::float_to_fp16(1.0f + 0x1p-11f), 0x3C00);      // tie, even stays
+    EXPECT_EQ(model::float_to_fp16(1.0f + 3 * 0x1p-11f), 0x3C02);  // tie, odd rounds up
+    EXPECT_EQ(model::float_to_fp16(0x1p-25f), 0x0000);             // tie to the even zero
+    EXPECT_EQ(model::float_to_fp16(0x1.8p-24f), 0x0002);           // 1.5 ulp subnormal -> 2
+    EXPECT_EQ(model::float_to_fp16(65520.0f), 0x7C00);             // rounds past the largest half
+    EXPECT_EQ(model::float_to_fp16(65519.0f), 0x7BFF);
+    EXPECT_EQ(model::float_to_fp16(-2.0f), 0xC000);
 }
 
 // Blocks from llama.cpp's GGUF files and gguf-py's dequantization of them
@@ -170,14 +173,14 @@ TEST(QuantBlocks, DequantizeLlamaCppBlocksAsGgufPyDoes) {
     const auto fixture = nlohmann::json::parse(file);
     ASSERT_EQ(fixture["cases"].size(), 4u);
     for (const auto& c : fixture["cases"]) {
-        const QuantType type = parse_quant_type(c["type"].get<std::string>());
+        const model::QuantType type = model::parse_quant_type(c["type"].get<std::string>());
         const std::string hex = c["hex"];
         std::vector<uint8_t> raw(hex.size() / 2);
         for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
         const auto bits = c["bits"].get<std::vector<uint32_t>>();
-        ASSERT_EQ(raw.size(), quant_row_bytes(type, static_cast<int64_t>(bits.size())));
+        ASSERT_EQ(raw.size(), model::quant_row_bytes(type, static_cast<int64_t>(bits.size())));
         std::vector<float> ours(bits.size());
-        dequantize_row(type, raw.data(), static_cast<int64_t>(bits.size()), ours.data());
+        model::dequantize_row(type, raw.data(), static_cast<int64_t>(bits.size()), ours.data());
         int differ = 0;
         for (size_t i = 0; i < bits.size(); ++i) {
             const float theirs = bits_to_float(bits[i]);
@@ -195,13 +198,13 @@ TEST(QuantBlocks, ReferenceQuantizersReproduceLlamaCppBlocks) {
     std::ifstream file(testing::fixture_path("quant_blocks.json"));
     const auto fixture = nlohmann::json::parse(file);
     for (const auto& c : fixture["cases"]) {
-        const QuantType type = parse_quant_type(c["type"].get<std::string>());
-        if (type != QuantType::q8_0 && type != QuantType::q4_0) continue;
+        const model::QuantType type = model::parse_quant_type(c["type"].get<std::string>());
+        if (type != model::QuantType::q8_0 && type != model::QuantType::q4_0) continue;
         const auto bits = c["bits"].get<std::vector<uint32_t>>();
         std::vector<float> values(bits.size());
         for (size_t i = 0; i < bits.size(); ++i) values[i] = bits_to_float(bits[i]);
-        std::vector<uint8_t> ours(quant_row_bytes(type, static_cast<int64_t>(values.size())));
-        quantize_row(type, values.data(), static_cast<int64_t>(values.size()), ours.data());
+        std::vector<uint8_t> ours(model::quant_row_bytes(type, static_cast<int64_t>(values.size())));
+        model::quantize_row(type, values.data(), static_cast<int64_t>(values.size()), ours.data());
         std::string hex;
         for (uint8_t b : ours) {
             char two[3];
@@ -216,23 +219,23 @@ TEST(QuantBlocks, ReferenceQuantizersReproduceLlamaCppBlocks) {
 // and no element off by more than its block's step allows.
 TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
     const double bound[] = {0.006, 0.08, 0.07, 0.02};  // q8_0, q4_0, q4_k, q6_k
-    for (QuantType type : kTypes) {
+    for (model::QuantType type : kTypes) {
         const int64_t n = 256 * 16;
         const auto x = random_floats(n, 7, 1.0f);
-        std::vector<uint8_t> blocks(quant_row_bytes(type, n));
-        quantize_row(type, x.data(), n, blocks.data());
+        std::vector<uint8_t> blocks(model::quant_row_bytes(type, n));
+        model::quantize_row(type, x.data(), n, blocks.data());
         std::vector<float> y(n);
-        dequantize_row(type, blocks.data(), n, y.data());
+        model::dequantize_row(type, blocks.data(), n, y.data());
         double error = 0, signal = 0, worst = 0;
         for (int64_t i = 0; i < n; ++i) {
             error += (x[i] - y[i]) * (x[i] - y[i]);
             signal += x[i] * x[i];
             worst = std::max(worst, std::fabs(static_cast<double>(x[i] - y[i])));
         }
-        EXPECT_LT(std::sqrt(error / signal), bound[static_cast<int>(type)]) << quant_type_name(type);
+        EXPECT_LT(std::sqrt(error / signal), bound[static_cast<int>(type)]) << model::quant_type_name(type);
         // the coarsest step of the format over a range of 2, plus fp16 scale rounding
         const double step[] = {2.0 / 254, 2.0 / 15, 2.0 / 15, 2.0 / 63};
-        EXPECT_LT(worst, step[static_cast<int>(type)]) << quant_type_name(type);
+        EXPECT_LT(worst, step[static_cast<int>(type)]) << model::quant_type_name(type);
     }
 }
 
@@ -273,15 +276,16 @@ TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithHalfSums) {
 }
 
 struct Shape {
-    QuantType type;
+    model::QuantType type;
     int32_t K;
 };
 // q8_0 and q4_0 with an odd number of blocks (a half-empty last pair) and
 // several super-blocks for the k-quants.
 const Shape kShapes[] = {
-    {QuantType::q8_0, 32},  {QuantType::q8_0, 160}, {QuantType::q8_0, 512}, {QuantType::q4_0, 96},
-    {QuantType::q4_0, 288}, {QuantType::q4_0, 256}, {QuantType::q4_k, 256}, {QuantType::q4_k, 768},
-    {QuantType::q6_k, 256}, {QuantType::q6_k, 768},
+    {model::QuantType::q8_0, 32},  {model::QuantType::q8_0, 160}, {model::QuantType::q8_0, 512},
+    {model::QuantType::q4_0, 96},  {model::QuantType::q4_0, 288}, {model::QuantType::q4_0, 256},
+    {model::QuantType::q4_k, 256}, {model::QuantType::q4_k, 768}, {model::QuantType::q6_k, 256},
+    {model::QuantType::q6_k, 768},
 };
 
 TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
@@ -296,8 +300,8 @@ TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
                 const auto reference = run(quant_kernels(Isa::scalar, false), xs, M, m.w, n_begin, n_end);
                 for (const QuantKernels* path : paths)
                     EXPECT_TRUE(testing::bitwise_equal(run(*path, xs, M, m.w, n_begin, n_end), reference))
-                        << path_name(*path) << " " << quant_type_name(shape.type) << " K=" << shape.K << " M=" << M
-                        << " n=[" << n_begin << "," << n_end << ")";
+                        << path_name(*path) << " " << model::quant_type_name(shape.type) << " K=" << shape.K
+                        << " M=" << M << " n=[" << n_begin << "," << n_end << ")";
             }
         }
     }
@@ -305,8 +309,8 @@ TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
 
 TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
     const int32_t M = 19, N = 45;
-    for (const Shape& shape : {Shape{QuantType::q8_0, 160}, Shape{QuantType::q4_0, 96}, Shape{QuantType::q4_k, 512},
-                               Shape{QuantType::q6_k, 256}}) {
+    for (const Shape& shape : {Shape{model::QuantType::q8_0, 160}, Shape{model::QuantType::q4_0, 96},
+                               Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 256}}) {
         const QuantMatrix m(shape.type, N, shape.K, 21);
         const auto x = random_floats(static_cast<size_t>(M) * shape.K, 22);
         const auto xs = pack(x, M, shape.K);
@@ -326,7 +330,7 @@ TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
                 EXPECT_TRUE(testing::bitwise_equal(
                     run(*path, pack(one, 1, shape.K), 1, m.w, 0, N),
                     std::vector<float>(batched.begin() + row * N, batched.begin() + (row + 1) * N)))
-                    << path_name(*path) << " " << quant_type_name(shape.type) << " row " << row;
+                    << path_name(*path) << " " << model::quant_type_name(shape.type) << " row " << row;
             }
         }
     }
@@ -338,29 +342,30 @@ TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
 TEST(QuantMatmul, IsCloseToTheDoubleReferenceOfItsInputs) {
     const int32_t N = 29;  // the last tile of 8 rows half padding
     for (int32_t M : {1, 6})  // the one-row (decode) kernel and a row pass
-    for (const Shape& shape : {Shape{QuantType::q8_0, 1056}, Shape{QuantType::q4_0, 1056},
-                               Shape{QuantType::q4_k, 1024}, Shape{QuantType::q6_k, 1024}}) {
-        const int32_t K = shape.K;
-        const QuantMatrix m(shape.type, N, K, 31);
-        const auto xs = pack(random_floats(static_cast<size_t>(M) * K, 32), M, K);
-        const QuantKernels& fastest = *runnable_paths().back();
-        const auto ours = run(fastest, xs, M, m.w, 0, N);
-        for (int32_t r = 0; r < M; ++r) {
-            std::vector<float> x(K);
-            unpack_row_quant(xs.data() + r * quant_activation_row_bytes(K), K, x.data());
-            for (int32_t n = 0; n < N; ++n) {
-                double sum = 0, magnitude = 0;
-                for (int32_t k = 0; k < K; ++k) {
-                    const double product = static_cast<double>(x[k]) * m.dequantized[static_cast<size_t>(n) * K + k];
-                    sum += product;
-                    magnitude += std::fabs(product);
+        for (const Shape& shape : {Shape{model::QuantType::q8_0, 1056}, Shape{model::QuantType::q4_0, 1056},
+                                   Shape{model::QuantType::q4_k, 1024}, Shape{model::QuantType::q6_k, 1024}}) {
+            const int32_t K = shape.K;
+            const QuantMatrix m(shape.type, N, K, 31);
+            const auto xs = pack(random_floats(static_cast<size_t>(M) * K, 32), M, K);
+            const QuantKernels& fastest = *runnable_paths().back();
+            const auto ours = run(fastest, xs, M, m.w, 0, N);
+            for (int32_t r = 0; r < M; ++r) {
+                std::vector<float> x(K);
+                unpack_row_quant(xs.data() + r * quant_activation_row_bytes(K), K, x.data());
+                for (int32_t n = 0; n < N; ++n) {
+                    double sum = 0, magnitude = 0;
+                    for (int32_t k = 0; k < K; ++k) {
+                        const double product =
+                            static_cast<double>(x[k]) * m.dequantized[static_cast<size_t>(n) * K + k];
+                        sum += product;
+                        magnitude += std::fabs(product);
+                    }
+                    EXPECT_NEAR(ours[r * N + n], sum, 1e-6 * magnitude + 1e-7)
+                        << model::quant_type_name(shape.type) << " M=" << M << " row " << r << " column " << n;
                 }
-                EXPECT_NEAR(ours[r * N + n], sum, 1e-6 * magnitude + 1e-7)
-                    << quant_type_name(shape.type) << " M=" << M << " row " << r << " column " << n;
             }
         }
-    }
 }
 
 }  // namespace
-}  // namespace tf::model::kernels
+}  // namespace tf::cpu::kernels

@@ -7,18 +7,18 @@
 
 #include <cmath>
 
-#include "kernel_test_support.h"
-#include "model/cpu_backend.h"
-#include "model/kernels/quant_matmul.h"
-#include "test_support.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model {
+namespace tf::cpu {
 namespace {
 
 using kernels::Activations;
 using kernels::Isa;
-using kernels::QuantType;
 using kernels::WeightFormat;
+using model::QuantType;
 using testing::bitwise_equal;
 using testing::logits_in_chunks;
 using testing::random_tokens;
@@ -26,20 +26,20 @@ using testing::tinycode_dir;
 
 constexpr int32_t kTokens = 40;
 
-std::unique_ptr<CpuBackend> quantized(QuantType type, int threads, Isa isa = kernels::best_isa()) {
+std::unique_ptr<CpuBackend> quantized(model::QuantType type, int threads, Isa isa = kernels::best_isa()) {
     WeightOptions options;
     options.quantize = type;
     return load_cpu_backend(tinycode_dir(), threads, isa, kernels::default_activations(isa), options);
 }
 
-class QuantizedBackend : public ::testing::TestWithParam<QuantType> {};
+class QuantizedBackend : public ::testing::TestWithParam<model::QuantType> {};
 
 TEST_P(QuantizedBackend, EveryMatmulWeightTakesTheFormatOrItsQ8Fallback) {
-    const QuantType type = GetParam();
+    const model::QuantType type = GetParam();
     auto backend = quantized(type, 1);
     const Weights& w = backend->weights();
     // tinycode: hidden 384 (not a multiple of 256), intermediate 1024.
-    const bool k_quant = kernels::quant_block_elements(type) == 256;
+    const bool k_quant = model::quant_block_elements(type) == 256;
     const WeightFormat wanted = kernels::weight_format(type);
     const WeightFormat narrow = k_quant ? WeightFormat::q8_0 : wanted;
     for (const LayerWeights& l : w.layers()) {
@@ -49,12 +49,13 @@ TEST_P(QuantizedBackend, EveryMatmulWeightTakesTheFormatOrItsQ8Fallback) {
     }
     EXPECT_EQ(w.lm_head().format, narrow);
     const std::string summary = w.summary();
-    EXPECT_NE(summary.find(std::string(kernels::quant_type_name(type)) + " weights"), std::string::npos) << summary;
+    EXPECT_NE(summary.find(std::string(model::quant_type_name(type)) + " weights"), std::string::npos) << summary;
     EXPECT_NE(summary.find("quantized from bf16"), std::string::npos) << summary;
     EXPECT_EQ(summary.find("q8_0: rows not a multiple of 256") != std::string::npos, k_quant) << summary;
     // Fewer bytes than bf16 by about the format's bits per weight.
     auto bf16 = load_cpu_backend(tinycode_dir(), 1, kernels::best_isa());
-    EXPECT_LT(w.matmul_bytes(), bf16->weights().matmul_bytes() * (type == QuantType::q8_0 || k_quant ? 0.6 : 0.32));
+    EXPECT_LT(w.matmul_bytes(),
+              bf16->weights().matmul_bytes() * (type == model::QuantType::q8_0 || k_quant ? 0.6 : 0.32));
 }
 
 // A long load says how far it is (the thresholds are set to zero here so
@@ -67,8 +68,10 @@ TEST_P(QuantizedBackend, ALongLoadReportsItsProgress) {
     options.progress_after_seconds = options.progress_every_seconds = 0;
     auto weights = Weights::load(tinycode_dir(), options);
     ASSERT_EQ(lines.size(), 7u * 8 + 1) << "one line per matrix of tinycode's 8 layers and lm_head";
-    EXPECT_NE(lines.front().find(std::string("quantizing to ") + kernels::quant_type_name(GetParam()) + ": matrix 1 of 57"),
-              std::string::npos) << lines.front();
+    EXPECT_NE(
+        lines.front().find(std::string("quantizing to ") + model::quant_type_name(GetParam()) + ": matrix 1 of 57"),
+        std::string::npos)
+        << lines.front();
     EXPECT_NE(lines.back().find("matrix 57 of 57"), std::string::npos) << lines.back();
     options.progress_after_seconds = 3600;
     lines.clear();
@@ -91,11 +94,11 @@ TEST_P(QuantizedBackend, ARowGetsTheSameBitsInAnyBatchWithAnyThreadCount) {
     backend->open_stream(4, kTokens + 1);
     const size_t vocab = static_cast<size_t>(backend->config().vocab_size);
     std::vector<float> mixed, logits;
-    std::vector<Row> warm;
+    std::vector<model::Row> warm;
     for (int32_t i = 0; i < 9; ++i) warm.push_back({4, i, other[i], false});
     backend->forward(warm, logits);
     for (int32_t at = 0, other_at = 9; at < kTokens; at += 4) {
-        std::vector<Row> rows;
+        std::vector<model::Row> rows;
         const bool ours_first = at % 8 == 0;
         if (!ours_first) rows.push_back({4, other_at, other[other_at], true}), ++other_at;
         for (int32_t i = at; i < std::min(at + 4, kTokens); ++i) rows.push_back({3, i, tokens[i], true});
@@ -121,7 +124,7 @@ TEST_P(QuantizedBackend, EverySimdPathGivesTheSameBits) {
 // near the bf16 model's (f32 activations on both), by a margin that grows
 // as the format loses bits.
 TEST_P(QuantizedBackend, LogitsStayNearTheBf16Models) {
-    const QuantType type = GetParam();
+    const model::QuantType type = GetParam();
     const Isa isa = testing::fastest_isa(Activations::f32);
     const auto tokens = random_tokens(24, 8192, 9);
     auto reference_backend = load_cpu_backend(tinycode_dir(), 2, isa, Activations::f32);
@@ -136,14 +139,16 @@ TEST_P(QuantizedBackend, LogitsStayNearTheBf16Models) {
         scale = std::max(scale, std::fabs(static_cast<double>(reference[i])));
     }
     // Measured on this model: 0.030 (q8_0), 0.055 (q6_k), 0.17 (q4_0, q4_k).
-    const double bound = type == QuantType::q8_0 ? 0.05 : type == QuantType::q6_k ? 0.08 : 0.3;
-    EXPECT_LT(worst / scale, bound) << kernels::quant_type_name(type) << ": largest logit error " << worst << " against a largest logit of " << scale;
+    const double bound = type == model::QuantType::q8_0 ? 0.05 : type == model::QuantType::q6_k ? 0.08 : 0.3;
+    EXPECT_LT(worst / scale, bound) << model::quant_type_name(type) << ": largest logit error " << worst
+                                    << " against a largest logit of " << scale;
     EXPECT_GT(worst, 0.0) << "the weights really were quantized";
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedBackend,
-                         ::testing::Values(QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k),
-                         [](const auto& info) { return std::string(kernels::quant_type_name(info.param)); });
+                         ::testing::Values(model::QuantType::q8_0, model::QuantType::q4_0, model::QuantType::q4_k,
+                                           model::QuantType::q6_k),
+                         [](const auto& info) { return std::string(model::quant_type_name(info.param)); });
 
 }  // namespace
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -14,10 +14,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "model/cpu_backend.h"
-#include "test_support.h"
+#include "cpu/cpu_backend.h"
+#include "tests/cpu/kernel_test_support.h"
+#include "tests/model/test_support.h"
 
-namespace tf::model {
+namespace tf::cpu {
 namespace {
 
 using testing::fixture_path;
@@ -48,7 +49,7 @@ std::vector<float> cpu_logits(const std::string& dir, const std::vector<int32_t>
     }
     auto backend = load_cpu_backend(dir, 2, isa, activations);
     backend->open_stream(0, static_cast<int32_t>(tokens.size()));
-    std::vector<Row> rows;
+    std::vector<model::Row> rows;
     for (size_t i = 0; i < tokens.size(); ++i) rows.push_back({0, static_cast<int32_t>(i), tokens[i], true});
     std::vector<float> logits;
     backend->forward(rows, logits);
@@ -115,4 +116,4 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ReferenceFixture, ::testing::Values("lla
                                                                                "nemotron"));
 
 }  // namespace
-}  // namespace tf::model
+}  // namespace tf::cpu

@@ -16,9 +16,9 @@
 #include <span>
 
 #include "actors/actor_service.h"
+#include "cpu/cpu_backend.h"
 #include "http/router.h"
 #include "http/server.h"
-#include "model/cpu_backend.h"
 #include "server_process.h"
 
 namespace tf::e2e {
@@ -151,7 +151,7 @@ class FullServer : public ::testing::Test {
 protected:
     void SetUp() override {
         tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(tinycode_dir()));
-        backend_ = model::load_cpu_backend(tinycode_dir(), 2);
+        backend_ = cpu::load_cpu_backend(tinycode_dir(), 2);
         gated_backend_ = std::make_unique<GatedBackend>(*backend_, gate_);
         actors::ActorServiceOptions options;
         options.backend = gated_backend_.get();

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "engine/engine.h"
 #include "engine/round_driver.h"
-#include "model/cpu_backend.h"
 #include "recall/record.h"
 
 namespace tf::engine::testing {
@@ -21,7 +21,7 @@ inline std::string tinycode_dir() { return std::string(TF_SOURCE_DIR_FOR_TESTS) 
 
 // The tinycode backend, loaded once per test binary.
 inline model::Backend& tinycode() {
-    static std::unique_ptr<model::Backend> backend = model::load_cpu_backend(tinycode_dir(), 2);
+    static std::unique_ptr<model::Backend> backend = cpu::load_cpu_backend(tinycode_dir(), 2);
     return *backend;
 }
 

@@ -27,7 +27,7 @@ model::Backend& nemotron_h() {
         spec.eos_token_ids = {0};
         spec.seed = 41;
         model::write_checkpoint(spec, dir.path().string());
-        return model::load_cpu_backend(dir.path().string(), 2);
+        return cpu::load_cpu_backend(dir.path().string(), 2);
     }();
     return *backend;
 }

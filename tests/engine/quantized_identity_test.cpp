@@ -6,20 +6,20 @@
 #include <gtest/gtest.h>
 
 #include "engine_fixture.h"
-#include "model/kernels/quant_blocks.h"
+#include "model/quant_blocks.h"
 
 namespace tf::engine {
 namespace {
 
 using namespace testing;
-using model::kernels::QuantType;
+using model::QuantType;
 
 class QuantizedIdentity : public ::testing::TestWithParam<QuantType> {
 protected:
     void SetUp() override {
-        model::WeightOptions options;
+        cpu::WeightOptions options;
         options.quantize = GetParam();
-        backend_ = model::load_cpu_backend(tinycode_dir(), 2, options);
+        backend_ = cpu::load_cpu_backend(tinycode_dir(), 2, options);
         std::mt19937 rng(20261201);
         auto random_tokens = [&](int n) {
             std::vector<TokenId> t;
@@ -59,8 +59,8 @@ protected:
             const std::vector<GenerationRequest> group(requests_.begin() + begin, requests_.begin() + end);
             const auto replies = run_together(engine, group);
             for (size_t i = begin; i < end; ++i) {
-                ASSERT_EQ(replies[i - begin], reference_[i]) << model::kernels::quant_type_name(GetParam()) << ", "
-                                                             << mode << ": request " << i;
+                ASSERT_EQ(replies[i - begin], reference_[i])
+                    << model::quant_type_name(GetParam()) << ", " << mode << ": request " << i;
             }
         }
     }
@@ -94,7 +94,7 @@ TEST_P(QuantizedIdentity, RepliesAreTheSameTokensWithRecallOffOnAndReadOnly) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedIdentity,
                          ::testing::Values(QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k),
-                         [](const auto& info) { return std::string(model::kernels::quant_type_name(info.param)); });
+                         [](const auto& info) { return std::string(model::quant_type_name(info.param)); });
 
 }  // namespace
 }  // namespace tf::engine

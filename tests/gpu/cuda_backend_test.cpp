@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "gpu/cuda_backend.h"
 #include "model/checkpoint_writer.h"
-#include "model/cpu_backend.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "tests/model/test_support.h"
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/device.h"
 #include "model/checkpoint_writer.h"
-#include "model/cpu_backend.h"
 #include "tests/model/test_support.h"
 
 namespace tf::gpu::testing {
@@ -41,9 +41,9 @@ public:
 // The CPU backend's fp32 path (within 1e-3 of transformers on tinycode):
 // the reference the device is compared with.
 inline std::unique_ptr<model::Backend> load_cpu_reference(const std::string& dir) {
-    model::kernels::Isa isa = model::kernels::best_isa();
-    if (isa == model::kernels::Isa::avx512_bf16) isa = model::kernels::Isa::avx512;
-    return model::load_cpu_backend(dir, 0, isa, model::kernels::Activations::f32);
+    cpu::kernels::Isa isa = cpu::kernels::best_isa();
+    if (isa == cpu::kernels::Isa::avx512_bf16) isa = cpu::kernels::Isa::avx512;
+    return cpu::load_cpu_backend(dir, 0, isa, cpu::kernels::Activations::f32);
 }
 
 // A Qwen3 layout with head_dim 128 (as the 8B models) whose GEMMs all end

@@ -13,9 +13,9 @@
 #include <map>
 #include <stdexcept>
 
+#include "cpu/weights.h"
 #include "model/checkpoint_writer.h"
 #include "model/model_config.h"
-#include "model/weights.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -59,7 +59,7 @@ TEST(CheckpointWriter, WritesALoadableDirectoryWithTheTokenizerCopied) {
     ModelConfig c = load_model_config(dir.str());
     EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
     EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{3, 4}));
-    EXPECT_NO_THROW(Weights::load(dir.str()));
+    EXPECT_NO_THROW(cpu::Weights::load(dir.str()));
 }
 
 std::map<std::string, std::vector<int64_t>> shapes(const CheckpointSpec& spec) {

@@ -5,11 +5,11 @@
 
 #include <random>
 
+#include "cpu/weights.h"
 #include "gguf_writer.h"
 #include "model/gguf_model.h"
-#include "model/kernels/quant_blocks.h"
 #include "model/load_error.h"
-#include "model/weights.h"
+#include "model/quant_blocks.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -55,7 +55,7 @@ std::string load_error(const GgufWriter& w) {
     const std::string path = dir.str() + "/model.gguf";
     w.write(path);
     try {
-        (void)Weights::load(path);
+        (void)cpu::Weights::load(path);
     } catch (const LoadError& e) {
         const std::string message = e.what();
         EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
@@ -68,7 +68,7 @@ std::string load_error(const GgufWriter& w) {
 TEST(GgufModelRefusal, TheWellFormedFileLoads) {
     TempDir dir;
     one_layer("qwen3", ggml_type::f32).write(dir.str() + "/model.gguf");
-    auto weights = Weights::load(dir.str() + "/model.gguf");
+    auto weights = cpu::Weights::load(dir.str() + "/model.gguf");
     EXPECT_EQ(weights->config().num_layers, 1);
     EXPECT_EQ(weights->config().head_dim, 128);
     EXPECT_TRUE(weights->config().tie_word_embeddings);
@@ -110,10 +110,10 @@ TEST(GgufQ5_0, BlocksBecomeQ8_0BlocksOfTheSameWeights) {
     for (int b = 0; b < kBlocks; ++b) {  // a finite fp16 scale: exponent below 31
         q5[b * 22 + 1] = static_cast<std::byte>(static_cast<uint8_t>(q5[b * 22 + 1]) & 0x7B);
     }
-    std::vector<std::byte> q8(kBlocks * sizeof(kernels::BlockQ8_0));
+    std::vector<std::byte> q8(kBlocks * sizeof(model::BlockQ8_0));
     q5_0_to_q8_0(q5.data(), kBlocks, q8.data());
     std::vector<float> ours(kBlocks * 32);
-    kernels::dequantize_row(kernels::QuantType::q8_0, q8.data(), kBlocks * 32, ours.data());
+    model::dequantize_row(model::QuantType::q8_0, q8.data(), kBlocks * 32, ours.data());
     for (int b = 0; b < kBlocks; ++b) {
         const auto* block = reinterpret_cast<const uint8_t*>(q5.data() + b * 22);
         const float d = half_to_float(static_cast<uint16_t>(block[0] | (block[1] << 8)));

@@ -16,7 +16,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "model/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/load_error.h"
@@ -124,8 +124,8 @@ TEST(GgufModel, TinycodesConfigFromItsKeysIsTheHuggingFaceOne) {
 
 TEST(GgufModel, TheBf16FilesLogitsAreBitwiseTheHuggingFaceDirectorys) {
     REQUIRE_GGUF(path, "tinycode-bf16.gguf");
-    auto gguf = load_cpu_backend(path, 2, kernels::best_isa());
-    auto hf = load_cpu_backend(tinycode_dir(), 2, kernels::best_isa());
+    auto gguf = cpu::load_cpu_backend(path, 2, cpu::kernels::best_isa());
+    auto hf = cpu::load_cpu_backend(tinycode_dir(), 2, cpu::kernels::best_isa());
     EXPECT_NE(gguf->weights().summary().find("bf16"), std::string::npos) << gguf->weights().summary();
     for (const Reference& r : references("tinycode-bf16.gguf")) {
         const std::vector<float> a = logits_in_chunks(*gguf, 1, r.prompt_ids, {7, 1, 16});
@@ -151,7 +151,7 @@ constexpr double kNearTie = 0.25;
 void expect_llamacpp_greedy(const std::string& name) {
     const std::string path = gguf_file(name);
     if (path.empty()) GTEST_SKIP() << name << " is in neither the fixtures nor ../shared";
-    auto backend = load_cpu_backend(path, 2, kernels::best_isa());
+    auto backend = cpu::load_cpu_backend(path, 2, cpu::kernels::best_isa());
     int compared = 0, agreed_whole = 0;
     double worst = 0;
     for (const Reference& r : references(name)) {
@@ -190,12 +190,12 @@ TEST(GgufModel, Q6_KGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq5
 
 TEST(GgufModel, QuantizedTensorsKeepTheirTypes) {
     REQUIRE_GGUF(path, "kq512-q4_k_m.gguf");
-    auto backend = load_cpu_backend(path, 1, kernels::best_isa());
-    const Weights& w = backend->weights();
-    EXPECT_EQ(w.lm_head().format, kernels::WeightFormat::q6_k);  // output.weight is Q6_K
-    EXPECT_EQ(w.layers()[0].wq.format, kernels::WeightFormat::q4_k);
-    EXPECT_EQ(w.layers()[3].w_down.format, kernels::WeightFormat::q6_k);
-    EXPECT_EQ(w.layers()[0].w_down.format, kernels::WeightFormat::q4_k);
+    auto backend = cpu::load_cpu_backend(path, 1, cpu::kernels::best_isa());
+    const cpu::Weights& w = backend->weights();
+    EXPECT_EQ(w.lm_head().format, cpu::kernels::WeightFormat::q6_k);  // output.weight is Q6_K
+    EXPECT_EQ(w.layers()[0].wq.format, cpu::kernels::WeightFormat::q4_k);
+    EXPECT_EQ(w.layers()[3].w_down.format, cpu::kernels::WeightFormat::q6_k);
+    EXPECT_EQ(w.layers()[0].w_down.format, cpu::kernels::WeightFormat::q4_k);
     const std::string summary = w.summary();
     EXPECT_NE(summary.find("repacked"), std::string::npos) << summary;
 }
@@ -225,8 +225,8 @@ const std::vector<int32_t> kPrompt = testing::random_tokens(37, 8192, 11);
 TEST(GgufModel, ALlamaFilesPermutedQAndKRowsGiveTheDirectorysLogits) {
     testing::TempDir dir;
     const std::string hf = make_small("tiny-llama", "--tied false", 5, dir.str() + "/llama-hf");
-    auto from_gguf = load_cpu_backend(fixture_path("gguf/tiny-llama-bf16.gguf"), 1, kernels::best_isa());
-    auto from_hf = load_cpu_backend(hf, 1, kernels::best_isa());
+    auto from_gguf = cpu::load_cpu_backend(fixture_path("gguf/tiny-llama-bf16.gguf"), 1, cpu::kernels::best_isa());
+    auto from_hf = cpu::load_cpu_backend(hf, 1, cpu::kernels::best_isa());
     EXPECT_EQ(from_gguf->config().architecture, "LlamaForCausalLM");
     EXPECT_FALSE(from_gguf->config().tie_word_embeddings);
     EXPECT_TRUE(bitwise_equal(logits_in_chunks(*from_gguf, 1, kPrompt, {5, 1, 9}),
@@ -234,7 +234,7 @@ TEST(GgufModel, ALlamaFilesPermutedQAndKRowsGiveTheDirectorysLogits) {
 
     // The same rows in Q8_0 blocks: near the exact logits (a wrong order of
     // rows would scramble the attention and land far off).
-    auto q8 = load_cpu_backend(fixture_path("gguf/tiny-llama-q8_0.gguf"), 1, kernels::best_isa());
+    auto q8 = cpu::load_cpu_backend(fixture_path("gguf/tiny-llama-q8_0.gguf"), 1, cpu::kernels::best_isa());
     const std::vector<float> exact = logits_in_chunks(*from_hf, 1, kPrompt, {8});
     const std::vector<float> quantized = logits_in_chunks(*q8, 1, kPrompt, {8});
     ASSERT_EQ(exact.size(), quantized.size());
@@ -243,9 +243,10 @@ TEST(GgufModel, ALlamaFilesPermutedQAndKRowsGiveTheDirectorysLogits) {
         worst = std::max(worst, static_cast<double>(std::abs(exact[i] - quantized[i])));
         scale = std::max(scale, static_cast<double>(std::abs(exact[i])));
     }
-    WeightOptions q8_0;
-    q8_0.quantize = kernels::QuantType::q8_0;
-    auto ours = load_cpu_backend(hf, 1, kernels::best_isa(), kernels::default_activations(kernels::best_isa()), q8_0);
+    cpu::WeightOptions q8_0;
+    q8_0.quantize = model::QuantType::q8_0;
+    auto ours = cpu::load_cpu_backend(hf, 1, cpu::kernels::best_isa(),
+                                      cpu::kernels::default_activations(cpu::kernels::best_isa()), q8_0);
     const std::vector<float> ours_q = logits_in_chunks(*ours, 1, kPrompt, {8});
     double ours_worst = 0;
     for (size_t i = 0; i < exact.size(); ++i) ours_worst = std::max(ours_worst, static_cast<double>(std::abs(exact[i] - ours_q[i])));
@@ -257,8 +258,8 @@ TEST(GgufModel, ALlamaFilesPermutedQAndKRowsGiveTheDirectorysLogits) {
 TEST(GgufModel, AQwen2FilesBiasesAndTiedEmbeddingGiveTheDirectorysLogits) {
     testing::TempDir dir;
     const std::string hf = make_small("tiny-qwen2", "--tied true", 6, dir.str() + "/qwen2-hf");
-    auto from_gguf = load_cpu_backend(fixture_path("gguf/tiny-qwen2-bf16.gguf"), 2, kernels::best_isa());
-    auto from_hf = load_cpu_backend(hf, 2, kernels::best_isa());
+    auto from_gguf = cpu::load_cpu_backend(fixture_path("gguf/tiny-qwen2-bf16.gguf"), 2, cpu::kernels::best_isa());
+    auto from_hf = cpu::load_cpu_backend(hf, 2, cpu::kernels::best_isa());
     EXPECT_TRUE(from_gguf->config().qkv_bias);
     EXPECT_TRUE(from_gguf->config().tie_word_embeddings);
     EXPECT_TRUE(bitwise_equal(logits_in_chunks(*from_gguf, 1, kPrompt, {3, 16}),

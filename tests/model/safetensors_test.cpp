@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cpu/cpu_backend.h"
+#include "cpu/kernels/matmul.h"
+#include "cpu/weights.h"
 #include "model/checkpoint_writer.h"
-#include "model/cpu_backend.h"
-#include "model/kernels/matmul.h"
 #include "model/load_error.h"
 #include "model/safetensors.h"
-#include "model/weights.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -43,7 +43,7 @@ void write_safetensors(const fs::path& path, const std::string& header, size_t d
 // Expects Weights::load(dir) to throw a LoadError containing every needle.
 void expect_load_error(const fs::path& dir, std::initializer_list<std::string> needles) {
     try {
-        Weights::load(dir.string());
+        cpu::Weights::load(dir.string());
         FAIL() << "loaded " << dir;
     } catch (const LoadError& e) {
         for (const auto& needle : needles) EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
@@ -75,8 +75,8 @@ TEST(Safetensors, ShardedAndSingleFileCheckpointsGiveBitIdenticalLogits) {
     EXPECT_TRUE(fs::exists(sharded.path() / "model.safetensors.index.json"));
     EXPECT_TRUE(fs::exists(sharded.path() / "model-00003-of-00003.safetensors"));
     const auto tokens = testing::random_tokens(6, 256, 1);
-    auto a = load_cpu_backend(single.str(), 1);
-    auto b = load_cpu_backend(sharded.str(), 1);
+    auto a = cpu::load_cpu_backend(single.str(), 1);
+    auto b = cpu::load_cpu_backend(sharded.str(), 1);
     EXPECT_TRUE(testing::bitwise_equal(testing::logits_in_chunks(*a, 0, tokens, {6}),
                                        testing::logits_in_chunks(*b, 0, tokens, {6})));
 }
@@ -88,12 +88,12 @@ TEST(Safetensors, F16AndF32CheckpointsHoldTheSameValuesAsTheirSource) {
         CheckpointSpec spec = tiny();
         spec.dtype = dtype;
         write_checkpoint(spec, dir.str());
-        auto weights = Weights::load(dir.str());
-        const WeightMatrix& wq = weights->layers()[0].wq;
+        auto weights = cpu::Weights::load(dir.str());
+        const cpu::kernels::WeightMatrix& wq = weights->layers()[0].wq;
         for (int32_t k : {0, 1, 31, 33, 63}) {
             const float written = checkpoint_value(spec, "model.layers.0.self_attn.q_proj.weight", {64, 64}, 64 + k);
             const float expected = dtype == DType::f32 ? written : half_to_float(float_to_half(written));
-            EXPECT_EQ(kernels::weight_at(wq, 1, k), expected) << dtype_name(dtype) << " k=" << k;
+            EXPECT_EQ(cpu::kernels::weight_at(wq, 1, k), expected) << dtype_name(dtype) << " k=" << k;
         }
     }
 }

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "test_support.h"
+#include "tests/model/test_support.h"
 
 namespace tf::model::testing {
 

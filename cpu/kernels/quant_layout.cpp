@@ -1,0 +1,127 @@
+#include "cpu/kernels/quant_layout.h"
+
+#include <cassert>
+#include <cstring>
+
+namespace tf::cpu::kernels {
+
+namespace {
+
+size_t pad64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Lane byte of row r, element e (0..31) of a block in a 256-byte (q8_0)
+// block of quant vectors: group e/8 is the vector, lane 2r + (e%8)/4.
+size_t lane_byte(int32_t r, int32_t e) { return 64 * (e / 8) + 8 * r + e % 8; }
+
+// One sub-block of 32 unsigned nibbles (elements e of tile row r given by
+// `nibble`) into 128 bytes: vector t holds group t low, group t+2 high.
+template <class Nibble>
+void put_nibbles(uint8_t* out, int32_t r, Nibble nibble) {
+    for (int32_t e = 0; e < 16; ++e) {
+        const size_t at = 64 * (e / 8) + 8 * r + e % 8;
+        out[at] = static_cast<uint8_t>(nibble(e) | (nibble(e + 16) << 4));
+    }
+}
+
+}  // namespace
+
+size_t quant_tile_head_bytes(model::QuantType type, int64_t cols) {
+    switch (type) {
+        case model::QuantType::q8_0:
+        case model::QuantType::q4_0: return pad64(static_cast<size_t>(cols / 32) * 16);
+        case model::QuantType::q4_k: return pad64(static_cast<size_t>(cols / 256) * 160);
+        case model::QuantType::q6_k: return pad64(static_cast<size_t>(cols / 256) * 144);
+    }
+    return 0;
+}
+
+size_t quant_tile_bytes(model::QuantType type, int64_t cols) {
+    switch (type) {
+        case model::QuantType::q8_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 256;
+        case model::QuantType::q4_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 128;
+        case model::QuantType::q4_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 1024;
+        case model::QuantType::q6_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 1536;
+    }
+    return 0;
+}
+
+size_t quant_kernel_matrix_bytes(model::QuantType type, int32_t rows, int32_t cols) {
+    const size_t tiles = static_cast<size_t>((rows + kQuantTileRows - 1) / kQuantTileRows);
+    return tiles * quant_tile_bytes(type, cols);
+}
+
+void repack_quant(model::QuantType type, const void* gguf_rows, int32_t rows, int32_t cols, void* out) {
+    assert(cols % model::quant_block_elements(type) == 0);
+    const auto* in = static_cast<const uint8_t*>(gguf_rows);
+    const size_t row_bytes = model::quant_row_bytes(type, cols);
+    const size_t head_bytes = quant_tile_head_bytes(type, cols), tile_bytes = quant_tile_bytes(type, cols);
+    const int32_t tiles = (rows + kQuantTileRows - 1) / kQuantTileRows;
+    const int32_t blocks = static_cast<int32_t>(cols / model::quant_block_elements(type));
+    for (int32_t t = 0; t < tiles; ++t) {
+        uint8_t* tile = static_cast<uint8_t*>(out) + static_cast<size_t>(t) * tile_bytes;
+        std::memset(tile, 0, tile_bytes);  // padding rows: d = 0, quants 0 ...
+        uint8_t* quants = tile + head_bytes;
+        if (type == model::QuantType::q8_0)  // ... and q8_0's offset zero
+            std::memset(quants, 128, tile_bytes - head_bytes);
+        for (int32_t r = 0; r < kQuantTileRows; ++r) {
+            const int32_t row = t * kQuantTileRows + r;
+            if (row >= rows) break;
+            const uint8_t* src = in + static_cast<size_t>(row) * row_bytes;
+            for (int32_t b = 0; b < blocks; ++b) {
+                switch (type) {
+                    case model::QuantType::q8_0: {
+                        model::BlockQ8_0 block;
+                        std::memcpy(&block, src + sizeof(model::BlockQ8_0) * b, sizeof block);
+                        std::memcpy(tile + 16 * b + 2 * r, &block.d, 2);
+                        for (int32_t e = 0; e < 32; ++e)
+                            quants[256 * b + lane_byte(r, e)] = static_cast<uint8_t>(block.qs[e] + 128);
+                        break;
+                    }
+                    case model::QuantType::q4_0: {
+                        model::BlockQ4_0 block;
+                        std::memcpy(&block, src + sizeof(model::BlockQ4_0) * b, sizeof block);
+                        std::memcpy(tile + 16 * b + 2 * r, &block.d, 2);
+                        // GGUF: element e < 16 is qs[e]'s low nibble, e + 16 its high one
+                        put_nibbles(quants + 128 * b, r,
+                                    [&](int32_t e) { return e < 16 ? block.qs[e] & 0xF : block.qs[e - 16] >> 4; });
+                        break;
+                    }
+                    case model::QuantType::q4_k: {
+                        model::BlockQ4_K block;
+                        std::memcpy(&block, src + sizeof(model::BlockQ4_K) * b, sizeof block);
+                        uint8_t* head = tile + 160 * b;
+                        std::memcpy(head + 2 * r, &block.d, 2);
+                        std::memcpy(head + 16 + 2 * r, &block.dmin, 2);
+                        for (int32_t j = 0; j < 8; ++j) {
+                            model::q4k_scale_min(j, block.scales, head[32 + 8 * j + r], head[96 + 8 * j + r]);
+                            // GGUF: sub-block j's element l is qs[32(j/2) + l], low nibble for even j
+                            put_nibbles(quants + 1024 * b + 128 * j, r, [&](int32_t l) {
+                                const uint8_t byte = block.qs[32 * (j / 2) + l];
+                                return j % 2 == 0 ? byte & 0xF : byte >> 4;
+                            });
+                        }
+                        break;
+                    }
+                    case model::QuantType::q6_k: {
+                        model::BlockQ6_K block;
+                        std::memcpy(&block, src + sizeof(model::BlockQ6_K) * b, sizeof block);
+                        uint8_t* head = tile + 144 * b;
+                        std::memcpy(head + 2 * r, &block.d, 2);
+                        for (int32_t i = 0; i < 16; ++i) head[16 + 8 * i + r] = static_cast<uint8_t>(block.scales[i]);
+                        for (int32_t j = 0; j < 8; ++j) {
+                            uint8_t* qj = quants + 1536 * b + 192 * j;
+                            put_nibbles(qj, r, [&](int32_t e) { return model::q6k_quant(block, 32 * j + e) & 0xF; });
+                            for (int32_t e = 0; e < 32; ++e) {
+                                const int high = model::q6k_quant(block, 32 * j + e) >> 4;
+                                qj[128 + 8 * r + e % 8] |= static_cast<uint8_t>(high << (2 * (e / 8)));
+                            }
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace tf::cpu::kernels
