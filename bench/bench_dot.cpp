@@ -1,68 +1,231 @@
-// bench-dot: how many multiply-adds a second one core gets from the fp32 FMA
-// (VFMADD231PS zmm, 16 per instruction) and from the bf16 dot product
-// (VDPBF16PS zmm, 32 per instruction), each as 12 independent chains so
-// the instruction rate, not its latency, is the limit. Whether the
-// avx512-bf16 kernel path can beat avx512 on a CPU follows from this ratio.
-// Built with -mavx512f -mavx512bf16 (a CPU without AVX-512 cannot run it);
-// runs the bf16 loop only where the instruction runs (kernels::isa_supported).
+// bench-dot: the compute peak of this CPU for each inner instruction
+// sequence the kernels use (bench/compute_peak.h), on 1 and 2 threads, and
+// then every matmul path this CPU runs, by weight format and batch rows M,
+// as GOP/s and as a fraction of the peak of the instruction that path is
+// built on. Decode (M = 1) is bound by memory, not by this peak; the rows
+// of a verify round or a prefill chunk should approach it.
 //
-//   build/bench-dot
-#include <immintrin.h>
-
+//   build/bench-dot [--seconds=S] [--threads=1,2] [--n=3072] [--k=1024] [--peaks-only]
+//
+// The matrix is N x K (3072 x 1024: the gate or up projection of the
+// Qwen3-0.6B shape); ops count a multiply-add as 2.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
 
+#include "bench/compute_peak.h"
 #include "cpu/kernels/isa.h"
+#include "cpu/kernels/matmul.h"
+#include "cpu/kernels/quant_matmul.h"
+#include "cpu/thread_pool.h"
+#include "model/quant_blocks.h"
 
 namespace {
 
-constexpr long kIterations = 50'000'000;
-constexpr int kChains = 12;
+using namespace tf::cpu::kernels;
+using tf::bench::measure_peak;
+using tf::bench::peak_loops;
+using tf::cpu::ThreadPool;
 
-template <class Step>
-double instructions_per_second(Step step) {
-    __m512 acc[kChains];
-    for (auto& a : acc) a = _mm512_setzero_ps();
-    const auto start = std::chrono::steady_clock::now();
-    for (long i = 0; i < kIterations; ++i) {
-#pragma GCC unroll 12
-        for (int c = 0; c < kChains; ++c) acc[c] = step(acc[c]);
+constexpr int32_t kRows[] = {1, 2, 4, 8, 16, 32, 64};
+
+struct Options {
+    double seconds = 0.2;
+    std::vector<int> threads = {1, 2};
+    int32_t n = 3072, k = 1024;
+    bool peaks_only = false;
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&](const char* flag) -> const char* {
+            const size_t len = std::strlen(flag);
+            return arg.compare(0, len, flag) == 0 ? arg.c_str() + len : nullptr;
+        };
+        if (const char* v = value("--seconds=")) {
+            o.seconds = std::atof(v);
+        } else if (const char* v = value("--threads=")) {
+            o.threads.clear();
+            for (const char* p = v; *p;) {
+                o.threads.push_back(std::atoi(p));
+                while (*p && *p != ',') ++p;
+                if (*p == ',') ++p;
+            }
+        } else if (const char* v = value("--n=")) {
+            o.n = std::atoi(v);
+        } else if (const char* v = value("--k=")) {
+            o.k = std::atoi(v);
+        } else if (arg == "--peaks-only") {
+            o.peaks_only = true;
+        } else {
+            std::fprintf(stderr, "bench-dot: unknown argument %s\n", arg.c_str());
+            std::exit(2);
+        }
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    float sink[16];
-    __m512 sum = acc[0];
-    for (int c = 1; c < kChains; ++c) sum = _mm512_add_ps(sum, acc[c]);
-    _mm512_storeu_ps(sink, sum);
-    std::printf("%s", sink[0] == -1.0f ? " " : "");  // keeps the loop
-    return kIterations * kChains / seconds;
+    if (o.seconds <= 0 || o.threads.empty() || o.n % 8 != 0 || o.k % 256 != 0) {
+        std::fprintf(stderr, "bench-dot: --seconds > 0, --threads a list, --n a multiple of 8, --k of 256\n");
+        std::exit(2);
+    }
+    return o;
 }
 
-double fma_rate() {
-    const __m512 a = _mm512_set1_ps(1.0001f), b = _mm512_set1_ps(0.9999f);
-    return instructions_per_second([&](__m512 acc) { return _mm512_fmadd_ps(a, b, acc); });
+struct AlignedFree {
+    void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t[], AlignedFree>;
+Buffer aligned(size_t bytes) { return Buffer(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))); }
+
+// A matrix in the layout its kernels read, from seeded random weights.
+struct Matrix {
+    Buffer data;
+    WeightMatrix w;
+};
+
+Matrix quantized_matrix(tf::model::QuantType type, int32_t n, int32_t k) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    std::vector<float> row(k);
+    const size_t row_bytes = tf::model::quant_row_bytes(type, k);
+    std::vector<uint8_t> gguf(row_bytes * n);
+    for (int32_t r = 0; r < n; ++r) {
+        for (auto& v : row) v = dist(rng);
+        tf::model::quantize_row(type, row.data(), k, gguf.data() + row_bytes * r);
+    }
+    Matrix m{aligned(quant_kernel_matrix_bytes(type, n, k)), {}};
+    repack_quant(type, gguf.data(), n, k, m.data.get());
+    m.w = {m.data.get(), weight_format(type), n, k, k};
+    return m;
 }
 
-double dot_rate() {
-    const __m512i ones = _mm512_set1_epi32(0x3F803F80);  // bf16 pairs (1, 1)
-    __m512bh a, b;
-    static_assert(sizeof a == sizeof ones);
-    __builtin_memcpy(&a, &ones, sizeof a);
-    __builtin_memcpy(&b, &ones, sizeof b);
-    return instructions_per_second([&](__m512 acc) { return _mm512_dpbf16_ps(acc, a, b); });
+Matrix bf16_matrix(int32_t n, int32_t k) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    std::vector<uint16_t> rows(static_cast<size_t>(n) * k);
+    for (auto& v : rows) v = activation_to_bf16(dist(rng));
+    const int32_t stride = padded_k(k);
+    Matrix m{aligned(static_cast<size_t>(tiled_rows(n)) * stride * 2), {}};
+    std::memset(m.data.get(), 0, static_cast<size_t>(tiled_rows(n)) * stride * 2);
+    tile_bf16_rows(rows.data(), k, k, stride, 0, n, reinterpret_cast<uint16_t*>(m.data.get()));
+    m.w = {m.data.get(), WeightFormat::bf16_tiled, n, k, stride};
+    return m;
+}
+
+// Ops per second of `kernel` over M packed rows, on the pool's threads.
+double matmul_rate(MatmulFn kernel, PackRowsFn pack, size_t row_bytes, const WeightMatrix& w, int32_t M,
+                   ThreadPool& pool, double seconds) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(M) * w.cols), out(static_cast<size_t>(M) * w.rows);
+    for (auto& v : x) v = dist(rng);
+    Buffer packed = aligned(row_bytes * M);
+    pack(x.data(), M, w.cols, w.cols, packed.get());
+    auto once = [&] { matmul(kernel, pool, packed.get(), M, {{&w, out.data(), w.rows}}); };
+    once();  // warm: the weights into whatever cache holds them
+    int64_t runs = 0;
+    const auto start = std::chrono::steady_clock::now();
+    double elapsed = 0;
+    do {
+        once();
+        ++runs;
+        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } while (elapsed < seconds);
+    return 2.0 * M * w.rows * static_cast<double>(w.cols) * runs / elapsed;
+}
+
+struct Path {
+    std::string name;
+    std::string peak;  // the PeakLoop it is measured against
+    MatmulFn kernel;
+    PackRowsFn pack;
+    size_t row_bytes;
+    bool quantized;
+};
+
+std::vector<Path> paths(int32_t k) {
+    std::vector<Path> out;
+    auto bf16_path = [&](Isa isa, Activations a, const char* name, const char* peak) {
+        if (!isa_supported(isa)) return;
+        const KernelTable& t = kernel_table(isa, a);
+        out.push_back({name, peak, t.matmul, t.pack_rows, t.row_bytes(k), false});
+    };
+    bf16_path(Isa::avx2, Activations::f32, "avx2 (bf16 weights, f32 activations)", "VFMADD231PS ymm");
+    bf16_path(Isa::avx512, Activations::f32, "avx512 (bf16 weights, f32 activations)", "VFMADD231PS zmm");
+    bf16_path(Isa::avx512_bf16, Activations::bf16, "avx512-bf16 (bf16 weights and activations)", "VDPBF16PS zmm");
+    auto quant_path = [&](Isa isa, bool vnni, const char* name, const char* peak) {
+        if (!isa_supported(isa) || (vnni && !quant_vnni_supported(isa))) return;
+        const QuantKernels& q = quant_kernels(isa, vnni);
+        out.push_back({name, peak, q.matmul, q.pack_rows, q.row_bytes(k), true});
+    };
+    quant_path(Isa::avx2, false, "avx2 int8", "VPMADDUBSW+VPMADDWD ymm");
+    quant_path(Isa::avx2, true, "avx2 int8 AVX-VNNI", "VPDPBUSD ymm (AVX-VNNI)");
+    quant_path(Isa::avx512, false, "avx512 int8", "VPMADDUBSW+VPMADDWD zmm");
+    quant_path(Isa::avx512, true, "avx512 int8 AVX512-VNNI", "VPDPBUSD zmm (AVX512-VNNI)");
+    return out;
 }
 
 }  // namespace
 
-int main() {
-    using tf::cpu::kernels::Isa;
-    const double fma = fma_rate();
-    std::printf("VFMADD231PS zmm: %.2f G instructions/s = %.1f G multiply-adds/s\n", fma / 1e9, fma * 16 / 1e9);
-    if (!tf::cpu::kernels::isa_supported(Isa::avx512_bf16)) {
-        std::printf("VDPBF16PS: does not run on this CPU\n");
-        return 0;
+int main(int argc, char** argv) {
+    const Options o = parse(argc, argv);
+    std::printf("## Compute peak per instruction sequence (12 independent chains)\n\n| sequence |");
+    for (int t : o.threads) std::printf(" %d thread%s |", t, t == 1 ? "" : "s");
+    std::printf("\n|---|");
+    for (size_t i = 0; i < o.threads.size(); ++i) std::printf("---|");
+    std::printf("\n");
+    std::map<std::string, std::map<int, double>> peak;  // loop -> threads -> ops/s
+    for (const auto& loop : peak_loops()) {
+        std::printf("| %s |", loop.name.c_str());
+        if (!loop.supported()) {
+            for (size_t i = 0; i < o.threads.size(); ++i) std::printf(" not on this CPU |");
+            std::printf("\n");
+            continue;
+        }
+        for (int t : o.threads) {
+            peak[loop.name][t] = measure_peak(loop, t, o.seconds);
+            std::printf(" %.1f %s |", peak[loop.name][t] / 1e9, loop.unit.c_str());
+        }
+        std::printf("\n");
+        std::fflush(stdout);
     }
-    const double dot = dot_rate();
-    std::printf("VDPBF16PS zmm:   %.2f G instructions/s = %.1f G multiply-adds/s (%.2fx the FMA's)\n", dot / 1e9,
-                dot * 32 / 1e9, dot * 32 / (fma * 16));
+    if (o.peaks_only) return 0;
+
+    std::printf("\n## Matmul %d x %d: GOP/s and %% of the path's peak, by rows M\n", o.n, o.k);
+    const std::vector<Path> all = paths(o.k);
+    for (int threads : o.threads) {
+        ThreadPool pool(threads);
+        std::printf("\n%d thread%s\n\n| path | weights |", threads, threads == 1 ? "" : "s");
+        for (int32_t m : kRows) std::printf(" M=%d |", m);
+        std::printf("\n|---|---|");
+        for (size_t i = 0; i < std::size(kRows); ++i) std::printf("---|");
+        std::printf("\n");
+        for (const Path& p : all) {
+            std::vector<std::pair<std::string, Matrix>> matrices;
+            if (p.quantized) {
+                for (auto type : {tf::model::QuantType::q8_0, tf::model::QuantType::q4_0, tf::model::QuantType::q4_k,
+                                  tf::model::QuantType::q6_k})
+                    matrices.emplace_back(tf::model::quant_type_name(type), quantized_matrix(type, o.n, o.k));
+            } else {
+                matrices.emplace_back("bf16", bf16_matrix(o.n, o.k));
+            }
+            const double limit = peak[p.peak][threads];
+            for (const auto& [format, m] : matrices) {
+                std::printf("| %s | %s |", p.name.c_str(), format.c_str());
+                for (int32_t rows : kRows) {
+                    const double rate = matmul_rate(p.kernel, p.pack, p.row_bytes, m.w, rows, pool, o.seconds);
+                    std::printf(" %.0f (%.0f%%) |", rate / 1e9, limit > 0 ? 100.0 * rate / limit : 0.0);
+                    std::fflush(stdout);
+                }
+                std::printf("\n");
+            }
+        }
+    }
     return 0;
 }

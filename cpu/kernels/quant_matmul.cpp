@@ -29,15 +29,16 @@ void matmul(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, i
 
 namespace {
 
-// One block of 32: d = amax/127, q = x * (127/amax) rounded to nearest even.
+// One block of 32: d = amax/127, q = x * (127/amax) rounded to nearest even;
+// a NaN is left out of amax and becomes q = 0 (quant_pack_avx2.cpp agrees).
 void quantize_activation_block(const float* x, int32_t valid, int8_t* q, float& d) {
     float amax = 0.0f;
     for (int32_t i = 0; i < valid; ++i) amax = std::max(amax, std::fabs(x[i]));
     d = amax / 127.0f;
     const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
     for (int32_t i = 0; i < 32; ++i) {
-        const float scaled = i < valid ? x[i] * inverse : 0.0f;
-        q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(scaled), -127.0f, 127.0f));
+        const float rounded = std::nearbyint(i < valid ? x[i] * inverse : 0.0f);
+        q[i] = std::isnan(rounded) ? 0 : static_cast<int8_t>(std::clamp(rounded, -127.0f, 127.0f));
     }
 }
 
@@ -48,10 +49,12 @@ bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
 }
 
 const QuantKernels kScalar = {Isa::scalar, false, &pack_rows_quant, &quant_scalar::matmul};
-const QuantKernels kAvx2 = {Isa::avx2, false, &pack_rows_quant, &quant_avx2::matmul};
-const QuantKernels kAvx2Vnni = {Isa::avx2, true, &pack_rows_quant, &quant_avx2_vnni::matmul};
-const QuantKernels kAvx512 = {Isa::avx512, false, &pack_rows_quant, &quant_avx512::matmul};
-const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant, &quant_avx512_vnni::matmul};
+// Every vector path packs with AVX2 (the AVX-512 paths too: 32 floats are
+// four ymm, and the packing is a small part of a forward).
+const QuantKernels kAvx2 = {Isa::avx2, false, &pack_rows_quant_avx2, &quant_avx2::matmul};
+const QuantKernels kAvx2Vnni = {Isa::avx2, true, &pack_rows_quant_avx2, &quant_avx2_vnni::matmul};
+const QuantKernels kAvx512 = {Isa::avx512, false, &pack_rows_quant_avx2, &quant_avx512::matmul};
+const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant_avx2, &quant_avx512_vnni::matmul};
 
 }  // namespace
 

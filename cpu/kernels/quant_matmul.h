@@ -5,8 +5,9 @@
 // multiple of 32) into blocks of 32 (QuantActivationBlock): d = amax/127 of
 // that block and q = round-to-nearest-even(x * (127/amax)) (all 0 when
 // amax == 0), with per half h of the block (below) its exact zero-point
-// biases and q4_k's min term -(d * (float)sum_h). Plain scalar code, the
-// same bits on every path.
+// biases and q4_k's min term -(d * (float)sum_h). A NaN is left out of amax
+// and quantizes to 0. Scalar code (pack_rows_quant) and an AVX2 version
+// (pack_rows_quant_avx2, for every vector path) that gives the same bits.
 //
 // Weights (WeightMatrix, format q8_0 / q4_0 / q4_k / q6_k, stride == cols,
 // cols a multiple of the block, 32 or 256): in tiles of 8 interleaved rows
@@ -85,6 +86,8 @@ size_t quant_activation_row_bytes(int32_t k);
 // PackRowsFn: `rows` fp32 rows of k values, ldx apart, into rows of
 // quant_activation_row_bytes(k) bytes each.
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
+// The same on AVX2 (the CPU must have it), bit for bit.
+void pack_rows_quant_avx2(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
 // Back to fp32 (d * q), for tests and references.
 void unpack_row_quant(const void* packed_row, int32_t k, float* x);
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -273,6 +274,40 @@ TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithHalfSums) {
     for (int e = 0; e < 32; ++e) EXPECT_EQ(blocks[2].q[e], 0);
     EXPECT_EQ(blocks[2].d, 0.0f);
     EXPECT_EQ(float_bits(blocks[2].min_x[0]), 0x80000000u);  // -(0 * 0)
+}
+
+// The AVX2 packing every vector path uses gives the scalar packing's bytes:
+// rows of very different scales, exact ties, subnormals, zero and
+// all-zero blocks, a lone infinity and NaNs (left out of amax, quantized
+// to 0).
+TEST(QuantActivations, TheAvx2PackingIsTheScalarPackingByteForByte) {
+    if (!isa_supported(Isa::avx2)) GTEST_SKIP() << "this CPU has no AVX2";
+    const int32_t K = 32 * 64, M = 6;
+    std::vector<float> x = random_floats(static_cast<size_t>(M) * K, 41, 3.0f);
+    for (int32_t r = 0; r < M; ++r) {
+        const float scale = std::ldexp(1.0f, 20 * r - 60);  // 2^-60 .. 2^40
+        for (int32_t k = 0; k < K; ++k) x[static_cast<size_t>(r) * K + k] *= scale;
+    }
+    float* row0 = x.data();
+    for (int32_t i = 0; i < 32; ++i) row0[i] = static_cast<float>(i - 16) / 16.0f;
+    for (int32_t i = 32; i < 64; ++i) row0[i] = 0.5f + static_cast<float>(i % 4);  // ties: .5 steps at amax 3.5
+    for (int32_t i = 64; i < 96; ++i) row0[i] = 0.0f;                              // an all-zero block
+    for (int32_t i = 96; i < 128; ++i) row0[i] = std::ldexp(static_cast<float>(i - 100), -140);  // subnormals
+    row0[130] = -0.0f;
+    row0[160] = std::numeric_limits<float>::infinity();
+    row0[192] = std::numeric_limits<float>::quiet_NaN();
+    row0[224] = -std::numeric_limits<float>::quiet_NaN();
+    for (int32_t i = 256; i < 288; ++i) row0[i] = std::numeric_limits<float>::quiet_NaN();  // nothing but NaN
+    std::vector<char> scalar(quant_activation_row_bytes(K) * M), avx2(scalar.size(), 'x');
+    pack_rows_quant(x.data(), M, K, K, scalar.data());
+    pack_rows_quant_avx2(x.data(), M, K, K, avx2.data());
+    for (size_t b = 0; b < scalar.size() / sizeof(QuantActivationBlock); ++b) {
+        ASSERT_EQ(std::memcmp(scalar.data() + 64 * b, avx2.data() + 64 * b, 64), 0) << "block " << b;
+    }
+    const auto* blocks = reinterpret_cast<const QuantActivationBlock*>(scalar.data());
+    EXPECT_EQ(blocks[5].d, std::numeric_limits<float>::infinity());
+    EXPECT_EQ(blocks[6].q[0], 0);  // the NaN
+    EXPECT_EQ(blocks[8].d, 0.0f);  // all NaN: amax 0
 }
 
 struct Shape {
