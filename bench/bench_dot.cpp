@@ -5,7 +5,7 @@
 // built on. Decode (M = 1) is bound by memory, not by this peak; the rows
 // of a verify round or a prefill chunk should approach it.
 //
-//   build/bench-dot [--seconds=S] [--threads=1,2] [--n=3072] [--k=1024] [--peaks-only]
+//   build/bench-dot [--seconds=S] [--threads=1,2] [--n=3072] [--k=1024] [--peaks-only] [--path=TEXT]
 //
 // The matrix is N x K (3072 x 1024: the gate or up projection of the
 // Qwen3-0.6B shape); ops count a multiply-add as 2.
@@ -40,6 +40,7 @@ struct Options {
     std::vector<int> threads = {1, 2};
     int32_t n = 3072, k = 1024;
     bool peaks_only = false;
+    std::string path;  // only the paths whose name contains this
 };
 
 Options parse(int argc, char** argv) {
@@ -63,6 +64,8 @@ Options parse(int argc, char** argv) {
             o.n = std::atoi(v);
         } else if (const char* v = value("--k=")) {
             o.k = std::atoi(v);
+        } else if (const char* v = value("--path=")) {
+            o.path = v;
         } else if (arg == "--peaks-only") {
             o.peaks_only = true;
         } else {
@@ -207,6 +210,7 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < std::size(kRows); ++i) std::printf("---|");
         std::printf("\n");
         for (const Path& p : all) {
+            if (p.name.find(o.path) == std::string::npos) continue;
             std::vector<std::pair<std::string, Matrix>> matrices;
             if (p.quantized) {
                 for (auto type : {tf::model::QuantType::q8_0, tf::model::QuantType::q4_0, tf::model::QuantType::q4_k,

@@ -101,6 +101,9 @@ inline V16 lanes_u8x8(const uint8_t* p) {
     return v;
 }
 constexpr int kTiledRows = 2, kTiledTiles = 2;
+// Whether q8_0's tiles loop over the weight groups outside the rows
+// (quant_tiled_impl.inc, run_group_outer).
+constexpr bool kQ8GroupOuter = false;
 
 #include "cpu/kernels/quant_tiled_impl.inc"
 
