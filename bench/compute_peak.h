@@ -1,5 +1,5 @@
 // The machine's compute peak for each inner instruction sequence the CPU
-// kernels use, measured: every loop keeps 12 independent accumulator chains
+// kernels use, measured: every loop keeps 8 to 12 independent accumulator chains
 // in registers (AMX: 4 accumulator tiles), so the issue rate, not the
 // latency, bounds it. Each function is compiled for its own instruction set
 // (a target attribute), so the program runs on any x86-64 and measures only
@@ -21,7 +21,7 @@ struct PeakLoop {
     std::string unit;           // "GFLOP/s" (fp) or "GOP/s" (int8); a multiply-add is 2
     int64_t ops_per_step = 0;   // ops one step of the loop computes (a step: the listed instructions once)
     bool (*supported)() = nullptr;
-    // Runs `steps` steps on each of the 12 chains (the AMX loop: 4 tiles) and
+    // Runs `steps` steps on each of its chains (the AMX loop: 4 tiles) and
     // returns a value that depends on all of them, so none is optimized away.
     double (*run)(int64_t steps) = nullptr;
 };
