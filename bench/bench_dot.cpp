@@ -178,7 +178,8 @@ std::vector<Path> paths(int32_t k) {
 
 int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
-    std::printf("## Compute peak per instruction sequence (independent chains, so the issue rate bounds it)\n\n| sequence |");
+    std::printf(
+        "## Compute peak per instruction sequence (independent chains, so the issue rate bounds it)\n\n| sequence |");
     for (int t : o.threads) std::printf(" %d thread%s |", t, t == 1 ? "" : "s");
     std::printf("\n|---|");
     for (size_t i = 0; i < o.threads.size(); ++i) std::printf("---|");

@@ -135,14 +135,14 @@ __attribute__((target("avx2,avxvnni"))) double dpbusd_ymm(int64_t steps) {
             "%{vex%} vpdpbusd %[s], %[u], %[a6]\n\t%{vex%} vpdpbusd %[s], %[u], %[a7]\n\t"
             "%{vex%} vpdpbusd %[s], %[u], %[a8]\n\t%{vex%} vpdpbusd %[s], %[u], %[a9]\n\t"
             "%{vex%} vpdpbusd %[s], %[u], %[a10]\n\t%{vex%} vpdpbusd %[s], %[u], %[a11]"
-            : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4), [a5] "+x"(a5),
-              [a6] "+x"(a6), [a7] "+x"(a7), [a8] "+x"(a8), [a9] "+x"(a9), [a10] "+x"(a10), [a11] "+x"(a11)
+            : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4), [a5] "+x"(a5), [a6] "+x"(a6),
+              [a7] "+x"(a7), [a8] "+x"(a8), [a9] "+x"(a9), [a10] "+x"(a10), [a11] "+x"(a11)
             : [u] "x"(u), [s] "x"(s));
     }
-    const __m256i sum = _mm256_add_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
-                         _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7))),
-        _mm256_add_epi32(_mm256_add_epi32(a8, a9), _mm256_add_epi32(a10, a11)));
+    const __m256i sum =
+        _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                                          _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7))),
+                         _mm256_add_epi32(_mm256_add_epi32(a8, a9), _mm256_add_epi32(a10, a11)));
     return _mm256_extract_epi32(sum, 0);
 }
 
@@ -240,8 +240,8 @@ namespace kernels = cpu::kernels;
 bool has_avx2() { return kernels::isa_supported(Isa::avx2); }
 bool has_avx512() { return kernels::isa_supported(Isa::avx512); }
 bool has_avx512_bf16() { return kernels::isa_supported(Isa::avx512_bf16); }
-bool has_avx_vnni() { return has_avx2() && cpuid_bit(7, 1, 0, 4); }              // CPUID.(7,1):EAX[4]
-bool has_avx512_vnni() { return has_avx512() && cpuid_bit(7, 0, 2, 11); }      // CPUID.7:ECX[11]
+bool has_avx_vnni() { return has_avx2() && cpuid_bit(7, 1, 0, 4); }        // CPUID.(7,1):EAX[4]
+bool has_avx512_vnni() { return has_avx512() && cpuid_bit(7, 0, 2, 11); }  // CPUID.7:ECX[11]
 bool has_amx_int8() { return cpuid_bit(7, 0, 3, 24) && cpuid_bit(7, 0, 3, 25) && amx_permitted(); }
 bool has_amx_bf16() { return cpuid_bit(7, 0, 3, 24) && cpuid_bit(7, 0, 3, 22) && amx_permitted(); }
 

@@ -17,9 +17,9 @@ namespace tf::bench {
 
 // One inner sequence: what one issue of it computes.
 struct PeakLoop {
-    std::string name;           // e.g. "VPDPBUSD ymm"
-    std::string unit;           // "GFLOP/s" (fp) or "GOP/s" (int8); a multiply-add is 2
-    int64_t ops_per_step = 0;   // ops one step of the loop computes (a step: the listed instructions once)
+    std::string name;          // e.g. "VPDPBUSD ymm"
+    std::string unit;          // "GFLOP/s" (fp) or "GOP/s" (int8); a multiply-add is 2
+    int64_t ops_per_step = 0;  // ops one step of the loop computes (a step: the listed instructions once)
     bool (*supported)() = nullptr;
     // Runs `steps` steps on each of its chains (the AMX loop: 4 tiles) and
     // returns a value that depends on all of them, so none is optimized away.
