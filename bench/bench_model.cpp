@@ -5,7 +5,7 @@
 // and a STREAM-style triad) and the decode roofline (weight bytes one step
 // reads / the best read bandwidth). A Google Benchmark program; after the runs it prints the
 // markdown tables that docs/performance.md carries. The kernel path is
-// TF_ISA / TF_ACTIVATIONS as for the server.
+// TF_ISA / TF_ACTIVATIONS / TF_VNNI as for the server.
 //
 //   build/bench-model [--model=DIR] [--quantize=q8_0|q4_0|q4_k|q6_k] [--benchmark_min_time=0.3]
 //                     [--benchmark_filter=...]
@@ -139,12 +139,14 @@ CpuBackend& backend_for(int threads, int32_t context) {
     if (!f.backend) {
         const char* isa_text = std::getenv("TF_ISA");
         const char* activations_text = std::getenv("TF_ACTIVATIONS");
+        const char* vnni_text = std::getenv("TF_VNNI");
         const auto isa = tf::cpu::kernels::parse_isa(isa_text ? isa_text : "auto");
         tf::cpu::WeightOptions weights;
         weights.quantize = g_quantize;
         f.backend = tf::cpu::load_cpu_backend(
             g_model_dir, threads, isa,
-            tf::cpu::kernels::parse_activations(activations_text ? activations_text : "auto", isa), weights);
+            tf::cpu::kernels::parse_activations(activations_text ? activations_text : "auto", isa), weights,
+            tf::cpu::kernels::parse_vnni(vnni_text ? vnni_text : "auto", isa));
         for (int s = 0; s < 8; ++s) f.backend->open_stream(s, 1024 + 64 + 1);
     }
     if (f.context != context) {

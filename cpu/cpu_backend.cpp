@@ -37,9 +37,13 @@ CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::I
 
 CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa,
                        kernels::Activations activations)
+    : CpuBackend(std::move(weights), threads, isa, activations, kernels::quant_vnni_supported(isa)) {}
+
+CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa,
+                       kernels::Activations activations, bool vnni)
     : weights_(std::move(weights)),
       kernels_(&kernels::kernel_table(isa, activations)),
-      quant_(&kernels::quant_kernels(isa)),
+      quant_(&kernels::quant_kernels(isa, vnni)),
       pool_(threads) {
     const model::ModelConfig& c = weights_->config();
     if (c.attention_layer_count() > 0 && !supported_head_dim(c.head_dim)) {
@@ -413,14 +417,21 @@ std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads
     return std::make_unique<CpuBackend>(Weights::load(dir, weights), threads, isa, activations);
 }
 
+std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
+                                             kernels::Activations activations, const WeightOptions& weights,
+                                             bool vnni) {
+    return std::make_unique<CpuBackend>(Weights::load(dir, weights), threads, isa, activations, vnni);
+}
+
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa) {
     return load_cpu_backend(dir, threads, isa, kernels::default_activations(isa));
 }
 
 std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights) {
-    // Both are checked before any weight is read.
+    // All three are checked before any weight is read.
     const char* forced_isa = std::getenv("TF_ISA");
     const char* forced_activations = std::getenv("TF_ACTIVATIONS");
+    const char* forced_vnni = std::getenv("TF_VNNI");
     kernels::Isa isa;
     kernels::Activations activations;
     try {
@@ -433,7 +444,13 @@ std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int thr
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("TF_ACTIVATIONS: ") + e.what());
     }
-    return load_cpu_backend(dir, threads, isa, activations, weights);
+    bool vnni;
+    try {
+        vnni = kernels::parse_vnni(forced_vnni ? forced_vnni : "auto", isa);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("TF_VNNI: ") + e.what());
+    }
+    return load_cpu_backend(dir, threads, isa, activations, weights, vnni);
 }
 
 }  // namespace tf::cpu

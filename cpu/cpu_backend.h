@@ -41,6 +41,10 @@ public:
     // to the path's own (kernels::default_activations).
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa);
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa, kernels::Activations activations);
+    // vnni: whether quantized weights use the int8 dot product (false on a
+    // CPU without it; kernels::parse_vnni).
+    CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa, kernels::Activations activations,
+               bool vnni);
 
     const model::ModelConfig& config() const override { return weights_->config(); }
     void open_stream(model::StreamId stream, int32_t capacity) override;
@@ -118,7 +122,8 @@ private:
 // Loads DIR (config.json, generation_config.json, safetensors) into a CPU
 // backend. threads: 0 = every core. The SIMD path is kernels::best_isa()
 // unless TF_ISA (avx512-bf16, avx512, avx2, scalar) says otherwise, and the
-// activations its default unless TF_ACTIVATIONS (f32, bf16) says otherwise.
+// activations its default unless TF_ACTIVATIONS (f32, bf16) says otherwise,
+// and quantized weights use VNNI where the CPU has it unless TF_VNNI=off.
 // `weights` may ask for quantized weights (Weights::load). Throws LoadError,
 // or std::invalid_argument for a path this CPU lacks.
 std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads,
@@ -126,5 +131,7 @@ std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int thr
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa);
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
                                              kernels::Activations activations, const WeightOptions& weights = {});
+std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
+                                             kernels::Activations activations, const WeightOptions& weights, bool vnni);
 
 }  // namespace tf::cpu

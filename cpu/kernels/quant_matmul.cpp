@@ -98,6 +98,18 @@ bool quant_vnni_supported(Isa isa) {
     return false;
 }
 
+bool parse_vnni(const std::string& text, Isa isa) {
+    if (text == "auto") return quant_vnni_supported(isa);
+    if (text == "off") return false;
+    if (text == "on") {
+        if (!quant_vnni_supported(isa))
+            throw std::invalid_argument(std::string("on: the int8 dot product (VNNI) is not available on the ") +
+                                        isa_name(isa) + " path of this CPU");
+        return true;
+    }
+    throw std::invalid_argument("\"" + text + "\": expected auto, on or off");
+}
+
 const QuantKernels& quant_kernels(Isa isa) { return quant_kernels(isa, quant_vnni_supported(isa)); }
 
 const QuantKernels& quant_kernels(Isa isa, bool vnni) {

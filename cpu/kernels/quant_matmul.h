@@ -53,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 #include "cpu/kernels/isa.h"
 #include "cpu/kernels/matmul.h"
@@ -103,6 +104,13 @@ struct QuantKernels {
 
     size_t row_bytes(int32_t k) const { return quant_activation_row_bytes(k); }
 };
+
+// "auto" (VNNI where the CPU has it), "on" or "off" (e.g. TF_VNNI): whether
+// the quantized kernels of `isa` use the int8 dot product. Throws
+// std::invalid_argument on other text and on "on" where the CPU lacks it.
+// "off" runs the VPMADDUBSW path a CPU without VNNI (AMD Zen 3) runs, same
+// bits, so one machine can measure both.
+bool parse_vnni(const std::string& text, Isa isa);
 
 // The quantized kernels for `isa`, with VNNI where the CPU has it.
 const QuantKernels& quant_kernels(Isa isa);

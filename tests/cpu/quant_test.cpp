@@ -310,6 +310,27 @@ TEST(QuantActivations, TheAvx2PackingIsTheScalarPackingByteForByte) {
     EXPECT_EQ(blocks[8].d, 0.0f);  // all NaN: amax 0
 }
 
+// TF_VNNI: auto follows the CPU, off always works (the VPMADDUBSW path,
+// the same bits), on only where the CPU has the instruction.
+TEST(QuantKernels, VnniIsAutoOnOrOff) {
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16}) {
+        if (!isa_supported(isa)) continue;
+        EXPECT_EQ(parse_vnni("auto", isa), quant_vnni_supported(isa)) << isa_name(isa);
+        EXPECT_FALSE(parse_vnni("off", isa)) << isa_name(isa);
+        if (quant_vnni_supported(isa)) {
+            EXPECT_TRUE(parse_vnni("on", isa));
+        } else {
+            EXPECT_THROW(parse_vnni("on", isa), std::invalid_argument) << isa_name(isa);
+        }
+        try {
+            (void)parse_vnni("yes", isa);
+            ADD_FAILURE() << "\"yes\" was taken";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("auto, on or off"), std::string::npos) << e.what();
+        }
+    }
+}
+
 struct Shape {
     model::QuantType type;
     int32_t K;
