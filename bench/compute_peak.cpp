@@ -186,10 +186,10 @@ bool amx_permitted() {
     return permitted;
 }
 
-__attribute__((target("amx-tile,amx-int8"))) double amx_int8(int64_t steps) {
+// Loads the configuration, zeroes the four accumulators and loads A and B
+// from `input` (16 rows of 64 bytes).
+__attribute__((target("amx-tile"))) void amx_begin(const void* input) {
     const TileConfig config = amx_config();
-    alignas(64) int8_t input[16 * 64];
-    std::memset(input, 1, sizeof input);
     _tile_loadconfig(&config);
     _tile_zero(0);
     _tile_zero(1);
@@ -197,39 +197,41 @@ __attribute__((target("amx-tile,amx-int8"))) double amx_int8(int64_t steps) {
     _tile_zero(3);
     _tile_loadd(4, input, 64);
     _tile_loadd(5, input, 64);
-    for (int64_t i = 0; i < steps; ++i) {
-        _tile_dpbusd(0, 4, 5);
-        _tile_dpbusd(1, 4, 5);
-        _tile_dpbusd(2, 4, 5);
-        _tile_dpbusd(3, 4, 5);
-    }
+}
+
+// The first 4 bytes of accumulator 3 (the loop's result), and the tiles
+// handed back.
+__attribute__((target("amx-tile"))) double amx_finish() {
     alignas(64) int32_t out[16 * 16];
     _tile_stored(3, out, 64);
     _tile_release();
     return out[0];
 }
 
+__attribute__((target("amx-tile,amx-int8"))) double amx_int8(int64_t steps) {
+    alignas(64) int8_t input[16 * 64];
+    std::memset(input, 1, sizeof input);
+    amx_begin(input);
+    for (int64_t i = 0; i < steps; ++i) {
+        _tile_dpbusd(0, 4, 5);
+        _tile_dpbusd(1, 4, 5);
+        _tile_dpbusd(2, 4, 5);
+        _tile_dpbusd(3, 4, 5);
+    }
+    return amx_finish();
+}
+
 __attribute__((target("amx-tile,amx-bf16"))) double amx_bf16(int64_t steps) {
-    const TileConfig config = amx_config();
     alignas(64) uint16_t input[16 * 32];
     for (auto& v : input) v = 0x3F80;  // bf16 1.0
-    _tile_loadconfig(&config);
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    _tile_loadd(4, input, 64);
-    _tile_loadd(5, input, 64);
+    amx_begin(input);
     for (int64_t i = 0; i < steps; ++i) {
         _tile_dpbf16ps(0, 4, 5);
         _tile_dpbf16ps(1, 4, 5);
         _tile_dpbf16ps(2, 4, 5);
         _tile_dpbf16ps(3, 4, 5);
     }
-    alignas(64) float out[16 * 16];
-    _tile_stored(3, out, 64);
-    _tile_release();
-    return out[0];
+    return amx_finish();
 }
 
 // launchers

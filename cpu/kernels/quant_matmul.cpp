@@ -61,25 +61,12 @@ const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant_avx2, &qua
 size_t quant_activation_row_bytes(int32_t k) { return static_cast<size_t>(k / 32) * sizeof(QuantActivationBlock); }
 
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed) {
-    assert(k % 32 == 0);
-    auto* out = static_cast<QuantActivationBlock*>(packed);
-    for (int32_t r = 0; r < rows; ++r) {
-        const float* row = x + static_cast<size_t>(r) * ldx;
-        for (int32_t b = 0; b < k / 32; ++b) {
-            QuantActivationBlock& block = out[static_cast<size_t>(r) * (k / 32) + b];
-            block = QuantActivationBlock{};
-            quantize_activation_block(row + 32 * b, 32, block.q, block.d);
-            for (int32_t h = 0; h < 2; ++h) {
-                int32_t sum[2] = {};  // over the sub-blocks of 16 (groups 0-1, 2-3)
-                for (int32_t g = 0; g < 4; ++g)
-                    for (int32_t i = 0; i < 4; ++i) sum[g / 2] += block.q[8 * g + 4 * h + i];
-                block.bias_q8[h] = -128 * (sum[0] + sum[1]);
-                // |.| <= 32 * 8 * 127, an int16
-                for (int32_t i = 0; i < 2; ++i) block.bias_q6[2 * i + h] = static_cast<int16_t>(-32 * sum[i]);
-                block.min_x[h] = -(block.d * static_cast<float>(sum[0] + sum[1]));
-            }
-        }
-    }
+    pack_activation_blocks(x, rows, k, ldx, packed, [](const float* x32, QuantActivationBlock& block) {
+        quantize_activation_block(x32, 32, block.q, block.d);
+        int32_t sums[2][2] = {};  // [sub-block of 16 (groups 0-1, 2-3)][half]
+        for (int32_t e = 0; e < 32; ++e) sums[e / 16][e % 8 / 4] += block.q[e];
+        finish_activation_block(block, sums);
+    });
 }
 
 void unpack_row_quant(const void* packed_row, int32_t k, float* x) {

@@ -81,6 +81,37 @@ struct QuantActivationBlock {
 };
 static_assert(sizeof(QuantActivationBlock) == 64);
 
+// The rest of a block once its q's and d are set, from sums[s][h]: the
+// exact sum of half h of its 16-element sub-block s. One definition for
+// every packing, so they cannot disagree. Internal linkage: it is compiled
+// with and without AVX2 flags, and one TU's copy must never serve another.
+static inline void finish_activation_block(QuantActivationBlock& block, const int32_t (&sums)[2][2]) {
+    for (int32_t h = 0; h < 2; ++h) {
+        const int32_t half = sums[0][h] + sums[1][h];
+        block.bias_q8[h] = -128 * half;
+        // |.| <= 32 * 8 * 127, an int16
+        for (int32_t s = 0; s < 2; ++s) block.bias_q6[2 * s + h] = static_cast<int16_t>(-32 * sums[s][h]);
+        block.min_x[h] = -(block.d * static_cast<float>(half));
+    }
+}
+
+// Each block of `rows` rows of k inputs (ldx apart; k a multiple of 32)
+// through quantize(const float* x32, QuantActivationBlock& zeroed).
+template <class QuantizeBlock>
+inline void pack_activation_blocks(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed,
+                                   QuantizeBlock quantize) {
+    assert(k % 32 == 0);
+    auto* out = static_cast<QuantActivationBlock*>(packed);
+    for (int32_t r = 0; r < rows; ++r) {
+        const float* row = x + static_cast<size_t>(r) * ldx;
+        for (int32_t b = 0; b < k / 32; ++b) {
+            QuantActivationBlock& block = out[static_cast<size_t>(r) * (k / 32) + b];
+            block = QuantActivationBlock{};
+            quantize(row + 32 * b, block);
+        }
+    }
+}
+
 // Bytes of one packed activation row of k inputs (k a multiple of 32): its
 // k/32 blocks.
 size_t quant_activation_row_bytes(int32_t k);

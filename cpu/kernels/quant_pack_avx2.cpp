@@ -51,12 +51,8 @@ void quantize_block(const float* x, QuantActivationBlock& block) {
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
     int32_t quad[8];
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(quad), _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-    for (int32_t h = 0; h < 2; ++h) {
-        const int32_t sub[2] = {quad[h] + quad[2 + h], quad[4 + h] + quad[6 + h]};
-        block.bias_q8[h] = -128 * (sub[0] + sub[1]);
-        for (int32_t i = 0; i < 2; ++i) block.bias_q6[2 * i + h] = static_cast<int16_t>(-32 * sub[i]);
-        block.min_x[h] = -(block.d * static_cast<float>(sub[0] + sub[1]));
-    }
+    const int32_t sums[2][2] = {{quad[0] + quad[2], quad[1] + quad[3]}, {quad[4] + quad[6], quad[5] + quad[7]}};
+    finish_activation_block(block, sums);
 }
 
 }  // namespace
@@ -64,16 +60,7 @@ void quantize_block(const float* x, QuantActivationBlock& block) {
 // launchers
 
 void pack_rows_quant_avx2(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed) {
-    assert(k % 32 == 0);
-    auto* out = static_cast<QuantActivationBlock*>(packed);
-    for (int32_t r = 0; r < rows; ++r) {
-        const float* row = x + static_cast<size_t>(r) * ldx;
-        for (int32_t b = 0; b < k / 32; ++b) {
-            QuantActivationBlock& block = out[static_cast<size_t>(r) * (k / 32) + b];
-            block = QuantActivationBlock{};
-            quantize_block(row + 32 * b, block);
-        }
-    }
+    pack_activation_blocks(x, rows, k, ldx, packed, quantize_block);
 }
 
 }  // namespace tf::cpu::kernels
