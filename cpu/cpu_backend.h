@@ -7,7 +7,7 @@
 // (row, head) is one thread's fixed-order reduction that depends only on the
 // model and the row's position; threads split output features and (row,
 // head) pairs, never a reduction. Prefill, decode and verify run this same
-// code. Tests compare logits bitwise (tests/model/batch_invariance_test.cpp).
+// code. Tests compare logits bitwise (tests/cpu/batch_invariance_test.cpp).
 //
 // NemotronH's Mamba2 layers keep one RecurrentState per stream beside the
 // KV cache of its attention layers; truncate rolls it back exactly

@@ -6,7 +6,7 @@
 // row's fixed-order loops; the scan runs each stream's rows in order from
 // the state at its round's start, threads splitting heads, never a sum.
 // So a row's logits are the same alone, in any batch, and as a prefill,
-// decode or verify row (tests/model/mamba_backend_test.cpp).
+// decode or verify row (tests/cpu/mamba_backend_test.cpp).
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>

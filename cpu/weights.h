@@ -6,10 +6,11 @@
 // and biases become fp32 vectors. The embedding is read from the mapping.
 //
 // With WeightOptions::quantize every matmul weight (lm_head included) is
-// quantized at load instead, from whatever the checkpoint holds, into the
-// GGUF block layout the quantized kernels read (kernels/quant_blocks.h); a
-// matrix whose rows do not split into that type's blocks takes q8_0 (rows
-// a multiple of 32) or stays bf16, and summary() says how many did.
+// quantized at load instead, from whatever the checkpoint holds, into
+// GGUF's blocks (model/quant_blocks.h) in the tiles the quantized kernels
+// read (kernels/quant_layout.h); a matrix whose rows do not split into that
+// type's blocks takes q8_0 (rows a multiple of 32) or stays bf16, and
+// summary() says how many did.
 //
 // Thread-safety: immutable after load(); read from any thread.
 #pragma once

@@ -1,7 +1,7 @@
 // The avx512-bf16 path: kernels_impl.inc over vec16_avx512.h with the dot
 // product of bf16 pairs done by VDPBF16PS itself, bf16 activations only. Its
 // results equal the emulation in the other paths bit for bit
-// (tests/model/kernels_test.cpp checks it wherever the instruction runs).
+// (tests/cpu/kernels_test.cpp checks it wherever the instruction runs).
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
