@@ -159,6 +159,9 @@ std::vector<Path> paths(int32_t k) {
         const KernelTable& t = kernel_table(isa, a);
         out.push_back({name, peak, t.matmul, t.pack_rows, t.row_bytes(k), false});
     };
+    // The scalar paths are the references every vector path equals; they
+    // have no instruction peak of their own here, so no share is printed.
+    bf16_path(Isa::scalar, Activations::f32, "scalar (bf16 weights, f32 activations)", "");
     bf16_path(Isa::avx2, Activations::f32, "avx2 (bf16 weights, f32 activations)", "VFMADD231PS ymm");
     bf16_path(Isa::avx512, Activations::f32, "avx512 (bf16 weights, f32 activations)", "VFMADD231PS zmm");
     bf16_path(Isa::avx512_bf16, Activations::bf16, "avx512-bf16 (bf16 weights and activations)", "VDPBF16PS zmm");
@@ -167,6 +170,7 @@ std::vector<Path> paths(int32_t k) {
         const QuantKernels& q = quant_kernels(isa, vnni);
         out.push_back({name, peak, q.matmul, q.pack_rows, q.row_bytes(k), true});
     };
+    quant_path(Isa::scalar, false, "scalar int8", "");
     quant_path(Isa::avx2, false, "avx2 int8", "VPMADDUBSW+VPMADDWD ymm");
     quant_path(Isa::avx2, true, "avx2 int8 AVX-VNNI", "VPDPBUSD ymm (AVX-VNNI)");
     quant_path(Isa::avx512, false, "avx512 int8", "VPMADDUBSW+VPMADDWD zmm");
@@ -225,7 +229,8 @@ int main(int argc, char** argv) {
                 std::printf("| %s | %s |", p.name.c_str(), format.c_str());
                 for (int32_t rows : kRows) {
                     const double rate = matmul_rate(p.kernel, p.pack, p.row_bytes, m.w, rows, pool, o.seconds);
-                    std::printf(" %.0f (%.0f%%) |", rate / 1e9, limit > 0 ? 100.0 * rate / limit : 0.0);
+                    if (limit > 0) std::printf(" %.0f (%.0f%%) |", rate / 1e9, 100.0 * rate / limit);
+                    else std::printf(" %.1f |", rate / 1e9);
                     std::fflush(stdout);
                 }
                 std::printf("\n");
