@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
     } else {
         backend = cpu::load_cpu_backend(model_dir, threads, weights);
     }
-    if (const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get()))
-        std::printf("%s: %s\n", model_dir.c_str(), cpu->weights().summary().c_str());
+    if (const auto* cpu_backend = dynamic_cast<const cpu::CpuBackend*>(backend.get()))
+        std::printf("%s: %s\n", model_dir.c_str(), cpu_backend->weights().summary().c_str());
     auto tok = tokenizer::Tokenizer::load(model_dir);
     // The server's budget; up to 64 rows, so that the table below can show them.
     const engine::Calibration calibration = engine::measure_cost_curve(*backend);

@@ -99,9 +99,9 @@ int generate_command(const config::GenerateOptions& options) {
         }
         if (options.timings) {
             std::fflush(stdout);  // the reply first, when both go to one terminal
-            if (const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get())) {
-                std::fprintf(stderr, "%16s = %s, %s, %d threads\n", "weights", cpu->weights().summary().c_str(),
-                             cpu::kernels::isa_name(cpu->isa()), cpu->threads());
+            if (const auto* cpu_backend = dynamic_cast<const cpu::CpuBackend*>(backend.get())) {
+                std::fprintf(stderr, "%16s = %s, %s, %d threads\n", "weights", cpu_backend->weights().summary().c_str(),
+                             cpu::kernels::isa_name(cpu_backend->isa()), cpu_backend->threads());
             }
             std::fputs(speed.lines(prompt_tokens, loaded - started).c_str(), stderr);
         }

@@ -213,20 +213,20 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         }
     }
 
-    const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get());
-    const int threads = cpu ? cpu->threads() : config.threads;
+    const auto* cpu_backend = dynamic_cast<const cpu::CpuBackend*>(backend.get());
+    const int threads = cpu_backend ? cpu_backend->threads() : config.threads;
     std::string device_text;
     if (device.device == config::Device::cuda) {
         device_text = fmt::format("device cuda ({}, bf16 weights {} MiB, KV cache {} tokens)", cuda.device_name,
                                   cuda.weight_bytes >> 20, cuda.kv_tokens);
     } else {
-        device_text =
-            fmt::format("device cpu ({}, {} activations{}), {}", cpu ? cpu::kernels::isa_name(cpu->isa()) : "?",
-                        cpu ? cpu::kernels::activations_name(cpu->activations()) : "?",
-                        cpu && cpu->weights().quantized()
-                            ? (cpu->int8_dot_product() ? ", int8 VNNI dot products" : ", int8 dot products")
-                            : "",
-                        cpu ? cpu->weights().summary() : "?");
+        device_text = fmt::format(
+            "device cpu ({}, {} activations{}), {}", cpu_backend ? cpu::kernels::isa_name(cpu_backend->isa()) : "?",
+            cpu_backend ? cpu::kernels::activations_name(cpu_backend->activations()) : "?",
+            cpu_backend && cpu_backend->weights().quantized()
+                ? (cpu_backend->int8_dot_product() ? ", int8 VNNI dot products" : ", int8 dot products")
+                : "",
+            cpu_backend ? cpu_backend->weights().summary() : "?");
     }
     // The startup line ends with the record's state and size, matching what
     // GET /v1/recall reports (docs/recall.md, "Flags" and "GET /v1/recall").
