@@ -137,16 +137,11 @@ std::map<int, Fixture> g_fixtures;
 CpuBackend& backend_for(int threads, int32_t context) {
     Fixture& f = g_fixtures[threads];
     if (!f.backend) {
-        const char* isa_text = std::getenv("TF_ISA");
-        const char* activations_text = std::getenv("TF_ACTIVATIONS");
-        const char* vnni_text = std::getenv("TF_VNNI");
-        const auto isa = tf::cpu::kernels::parse_isa(isa_text ? isa_text : "auto");
+        const tf::cpu::KernelChoice choice = tf::cpu::kernel_choice_from_env();
         tf::cpu::WeightOptions weights;
         weights.quantize = g_quantize;
-        f.backend = tf::cpu::load_cpu_backend(
-            g_model_dir, threads, isa,
-            tf::cpu::kernels::parse_activations(activations_text ? activations_text : "auto", isa), weights,
-            tf::cpu::kernels::parse_vnni(vnni_text ? vnni_text : "auto", isa));
+        f.backend =
+            tf::cpu::load_cpu_backend(g_model_dir, threads, choice.isa, choice.activations, weights, choice.vnni);
         for (int s = 0; s < 8; ++s) f.backend->open_stream(s, 1024 + 64 + 1);
     }
     if (f.context != context) {

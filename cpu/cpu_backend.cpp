@@ -427,30 +427,27 @@ std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads
     return load_cpu_backend(dir, threads, isa, kernels::default_activations(isa));
 }
 
+KernelChoice kernel_choice_from_env() {
+    // Each value parsed as the variable says it, the error prefixed with its name.
+    auto parse = [](const char* name, auto&& parse_text) {
+        const char* text = std::getenv(name);
+        try {
+            return parse_text(text ? text : "auto");
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(std::string(name) + ": " + e.what());
+        }
+    };
+    KernelChoice choice{};
+    choice.isa = parse("TF_ISA", [](const std::string& text) { return kernels::parse_isa(text); });
+    choice.activations =
+        parse("TF_ACTIVATIONS", [&](const std::string& text) { return kernels::parse_activations(text, choice.isa); });
+    choice.vnni = parse("TF_VNNI", [&](const std::string& text) { return kernels::parse_vnni(text, choice.isa); });
+    return choice;
+}
+
 std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights) {
-    // All three are checked before any weight is read.
-    const char* forced_isa = std::getenv("TF_ISA");
-    const char* forced_activations = std::getenv("TF_ACTIVATIONS");
-    const char* forced_vnni = std::getenv("TF_VNNI");
-    kernels::Isa isa;
-    kernels::Activations activations;
-    try {
-        isa = kernels::parse_isa(forced_isa ? forced_isa : "auto");
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("TF_ISA: ") + e.what());
-    }
-    try {
-        activations = kernels::parse_activations(forced_activations ? forced_activations : "auto", isa);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("TF_ACTIVATIONS: ") + e.what());
-    }
-    bool vnni;
-    try {
-        vnni = kernels::parse_vnni(forced_vnni ? forced_vnni : "auto", isa);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("TF_VNNI: ") + e.what());
-    }
-    return load_cpu_backend(dir, threads, isa, activations, weights, vnni);
+    const KernelChoice choice = kernel_choice_from_env();  // before any weight is read
+    return load_cpu_backend(dir, threads, choice.isa, choice.activations, weights, choice.vnni);
 }
 
 }  // namespace tf::cpu

@@ -119,6 +119,17 @@ private:
     std::vector<int32_t> output_rows_;  // per output row: its index in the forward
 };
 
+// The kernels TF_ISA, TF_ACTIVATIONS and TF_VNNI choose (each "auto" when
+// unset): the path, its activation precision and whether quantized weights
+// use the int8 dot product. Throws std::invalid_argument naming the
+// variable on a value this CPU cannot run; read before any weight is.
+struct KernelChoice {
+    kernels::Isa isa;
+    kernels::Activations activations;
+    bool vnni;
+};
+KernelChoice kernel_choice_from_env();
+
 // Loads DIR (config.json, generation_config.json, safetensors) into a CPU
 // backend. threads: 0 = every core. The SIMD path is kernels::best_isa()
 // unless TF_ISA (avx512-bf16, avx512, avx2, scalar) says otherwise, and the
