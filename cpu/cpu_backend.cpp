@@ -157,6 +157,21 @@ void CpuBackend::copy_prefix(model::StreamId from, model::StreamId to, int32_t l
     }
 }
 
+bool CpuBackend::move_prefix(model::StreamId from, model::StreamId to, int32_t length) {
+    auto source = streams_.find(from), target = streams_.find(to);
+    // A recurrent state is kept at a few lengths only; copy_prefix knows them.
+    if (source == streams_.end() || target == streams_.end() || from == to || recurrent(from) ||
+        source->second->capacity() != target->second->capacity() || length < 0 ||
+        length > source->second->length()) {
+        copy_prefix(from, to, length);  // or its error
+        return false;
+    }
+    std::swap(source->second, target->second);
+    target->second->set_length(length);
+    source->second->set_length(0);
+    return true;
+}
+
 void CpuBackend::check_rows(std::span<const model::Row> rows, size_t samplers) {
     std::unordered_map<model::StreamId, int32_t> next;
     row_caches_.clear();

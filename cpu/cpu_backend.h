@@ -52,6 +52,9 @@ public:
     int32_t stream_length(model::StreamId stream) const override;
     void truncate(model::StreamId stream, int32_t length) override;
     void copy_prefix(model::StreamId from, model::StreamId to, int32_t length) override;
+    // Hands the KV over when `from` has no recurrent state and both were
+    // opened with the same capacity; otherwise copies.
+    bool move_prefix(model::StreamId from, model::StreamId to, int32_t length) override;
     bool holds_state_at(model::StreamId stream, int32_t length) const override;
     void keep_state_at(model::StreamId stream, int32_t length) override;
     void forward(std::span<const model::Row> rows, std::span<const model::SamplingParams> samplers,

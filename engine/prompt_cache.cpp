@@ -31,7 +31,7 @@ PromptCache::Hit PromptCache::find(std::span<const TokenId> prompt) {
         }
         // Equal lengths: the most recently used entry, so hot entries stay hot.
         if (length > hit.length || (length == hit.length && length > 0 && best && entry.last_used > best->last_used)) {
-            hit = {entry.stream, length};
+            hit = {entry.stream, length, static_cast<int32_t>(entry.tokens.size())};
             best = &entry;
         }
     }
@@ -85,6 +85,14 @@ std::vector<StreamId> PromptCache::adopt(StreamId stream, std::vector<TokenId> t
     return to_close;
 }
 
+bool PromptCache::release(StreamId stream) {
+    auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.stream == stream; });
+    if (it == entries_.end()) return false;
+    cached_tokens_ -= it->cost;
+    entries_.erase(it);
+    return true;
+}
+
 std::vector<StreamId> PromptCache::clear() {
     std::vector<StreamId> streams;
     for (const Entry& entry : entries_) streams.push_back(entry.stream);
@@ -103,9 +111,19 @@ int64_t state_cost_tokens(const model::ModelConfig& c) {
     return (state_bytes + position_bytes - 1) / position_bytes;
 }
 
-int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt) {
+int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt,
+                          const std::function<bool(std::span<const TokenId> prefix)>& wanted_elsewhere) {
     const PromptCache::Hit hit = cache.find(prompt);
-    if (hit.length > 0) backend.copy_prefix(hit.source, kv, hit.length);
+    // Half the entry or more: what the move throws away (the rest of the
+    // entry) is small beside the copy it saves.
+    const bool take = hit.length > 0 && 2 * int64_t{hit.length} >= hit.entry_tokens &&
+                      !(wanted_elsewhere && wanted_elsewhere(prompt.first(static_cast<size_t>(hit.length))));
+    if (take && backend.move_prefix(hit.source, kv, hit.length)) {
+        cache.release(hit.source);
+        backend.close_stream(hit.source);
+    } else if (hit.length > 0) {
+        backend.copy_prefix(hit.source, kv, hit.length);
+    }
     if (backend.config().recurrent() && prompt.size() >= 2) {
         backend.keep_state_at(kv, static_cast<int32_t>(prompt.size()) - 1);
     }

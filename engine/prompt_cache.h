@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -40,6 +41,7 @@ public:
     struct Hit {
         StreamId source = -1;  // cached stream to copy from; -1: no hit
         int32_t length = 0;    // the resume point
+        int32_t entry_tokens = 0;  // all the source holds
     };
 
     // The longest prefix of `prompt` that a cached stream holds, at most
@@ -56,6 +58,10 @@ public:
     // not worth keeping.
     std::vector<StreamId> adopt(StreamId stream, std::vector<TokenId> tokens, std::vector<int32_t> resume_points = {},
                                 int64_t state_tokens = 0);
+
+    // Forgets the entry of `stream` (its KV went to a running request);
+    // false when there is none. The caller closes the stream.
+    bool release(StreamId stream);
 
     // Drops every entry; returns their streams for the engine to close.
     std::vector<StreamId> clear();
@@ -82,11 +88,18 @@ private:
 // in positions of KV; 0 without Mamba layers.
 int64_t state_cost_tokens(const model::ModelConfig& config);
 
-// A new stream `kv` (open, empty) for `prompt`: copies the longest cached
+// A new stream `kv` (open, empty) for `prompt`: puts the longest cached
 // prefix into it and, on a recurrent model, asks the backend to keep the
 // state at the prompt's end for this stream's own entry later. Returns the
 // resume point.
-int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt);
+//
+// The prefix moves instead of being copied (Backend::move_prefix) when the
+// request resumes at least half of its entry (a regenerated prompt, the
+// next turn of a conversation) and `wanted_elsewhere`, if given, says no
+// other request waits for that prefix: the entry then leaves the cache, and
+// the request's own stream takes its place when it retires.
+int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt,
+                          const std::function<bool(std::span<const TokenId> prefix)>& wanted_elsewhere = {});
 
 // A finished stream `kv` whose first tokens.size() positions are worth
 // keeping: cuts the rest, hands it to the cache, and closes what the cache

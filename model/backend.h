@@ -67,6 +67,17 @@ public:
     // positions of `from`: the prompt cache resumes from it.
     virtual void copy_prefix(StreamId from, StreamId to, int32_t length) = 0;
 
+    // The same result in `to`, where `from` is of no further use to the
+    // caller: a backend that can hand `from`'s storage over instead of
+    // copying it does so and returns true, and `from` is then empty (close
+    // it). Otherwise it copies and returns false, `from` unchanged. Resuming
+    // a long conversation this way neither copies its KV nor touches fresh
+    // memory for it.
+    virtual bool move_prefix(StreamId from, StreamId to, int32_t length) {
+        copy_prefix(from, to, length);
+        return false;
+    }
+
     // Recurrent layers (config().recurrent(): NemotronH's Mamba2 mixers)
     // fold every position into one state per stream, so truncate and
     // copy_prefix only reach lengths where the backend still holds that

@@ -183,5 +183,33 @@ TEST_F(BatchInvariance, CopiedPrefixContinuesWithTheSameBits) {
     EXPECT_TRUE(bitwise_equal(logits, std::vector<float>(prefill_.begin() + 25 * vocab, prefill_.end())));
 }
 
+TEST_F(BatchInvariance, AMovedPrefixContinuesWithTheSameBitsAndEmptiesItsSource) {
+    // The prompt cache's takeover: the KV changes hands instead of being copied.
+    const size_t vocab = static_cast<size_t>(backend_->config().vocab_size);
+    backend_->open_stream(8, kTokens);
+    backend_->open_stream(9, kTokens);
+    std::vector<model::Row> rows;
+    std::vector<float> logits;
+    for (int32_t i = 0; i < 50; ++i) rows.push_back({8, i, tokens_[i], false});
+    backend_->forward(rows, logits);
+    EXPECT_TRUE(backend_->move_prefix(8, 9, 25));
+    EXPECT_EQ(backend_->stream_length(9), 25);
+    EXPECT_EQ(backend_->stream_length(8), 0);
+    rows.clear();
+    for (int32_t i = 25; i < kTokens; ++i) rows.push_back({9, i, tokens_[i], true});
+    backend_->forward(rows, logits);
+    EXPECT_TRUE(bitwise_equal(logits, std::vector<float>(prefill_.begin() + 25 * vocab, prefill_.end())));
+    // The emptied source is a usable stream, from position 0.
+    rows = {{8, 0, tokens_[0], true}};
+    backend_->forward(rows, logits);
+    EXPECT_TRUE(bitwise_equal(logits, std::vector<float>(prefill_.begin(), prefill_.begin() + vocab)));
+    // Streams of different capacities cannot trade storage: the prefix is copied.
+    backend_->open_stream(10, kTokens + 16);
+    EXPECT_FALSE(backend_->move_prefix(9, 10, 30));
+    EXPECT_EQ(backend_->stream_length(9), kTokens);
+    EXPECT_EQ(backend_->stream_length(10), 30);
+    EXPECT_THROW(backend_->move_prefix(9, 10, kTokens + 1), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace tf::cpu

@@ -189,6 +189,18 @@ TEST_F(MambaBackend, ASnapshotKeptOnRequestResumesACopyExactly) {
     EXPECT_TRUE(bitwise_equal(run(8, 24, slice(24, 8)), prefill_rows(24, 8)));
 }
 
+TEST_F(MambaBackend, AMoveOfARecurrentStreamCopiesAndKeepsTheSource) {
+    // Its state is held at a few lengths only, so the KV is not handed over.
+    backend_->open_stream(16, kTokens);
+    backend_->keep_state_at(16, 24);
+    run(16, 0, slice(0, 30));
+    backend_->open_stream(17, kTokens);
+    EXPECT_FALSE(backend_->move_prefix(16, 17, 24));
+    EXPECT_EQ(backend_->stream_length(16), 30);
+    EXPECT_TRUE(bitwise_equal(run(17, 24, slice(24, 8)), prefill_rows(24, 8)));
+    EXPECT_TRUE(bitwise_equal(run(16, 30, slice(30, 4)), prefill_rows(30, 4)));
+}
+
 TEST_F(MambaBackend, KeepingTheStateAtTheCurrentLengthSnapshotsItAtOnce) {
     // A regenerated prompt resumes from the cache at exactly this point and
     // asks for it again: the state is there to keep.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "engine/prompt_cache.h"
 
@@ -158,6 +159,98 @@ TEST(PromptCache, StateCostIsTheMambaStatesOverOnePositionsKv) {
     c.mamba.state_size = 16;
     // 3 buffers x 2 layers x 1024 floats x 4 bytes over 2 x 2 x 16 x 4 bytes a position.
     EXPECT_EQ(state_cost_tokens(c), 3 * 2 * 1024 * 4 / (2 * 2 * 16 * 4));
+}
+
+TEST(PromptCache, ReleaseForgetsAnEntryAndItsTokens) {
+    PromptCache cache(1000);
+    EXPECT_TRUE(cache.adopt(1, range(0, 20)).empty());
+    EXPECT_TRUE(cache.adopt(2, range(100, 130)).empty());
+    EXPECT_TRUE(cache.release(1));
+    EXPECT_FALSE(cache.release(1));
+    EXPECT_EQ(cache.entries(), 1u);
+    EXPECT_EQ(cache.cached_tokens(), 30);
+    EXPECT_EQ(cache.find(range(0, 10)).source, -1);
+}
+
+// Keeps stream lengths and which prefixes were moved or copied; a move
+// empties its source, as the CPU backend's does.
+class LengthsBackend : public model::Backend {
+public:
+    const model::ModelConfig& config() const override { return config_; }
+    void open_stream(StreamId kv, int32_t) override { lengths[kv] = 0; }
+    void close_stream(StreamId kv) override { lengths.erase(kv); }
+    int32_t stream_length(StreamId kv) const override { return lengths.at(kv); }
+    void truncate(StreamId kv, int32_t length) override { lengths.at(kv) = std::min(lengths.at(kv), length); }
+    void copy_prefix(StreamId, StreamId to, int32_t length) override {
+        lengths.at(to) = length;
+        ++copies;
+    }
+    bool move_prefix(StreamId from, StreamId to, int32_t length) override {
+        lengths.at(to) = length;
+        lengths.at(from) = 0;
+        ++moves;
+        return true;
+    }
+    void forward(std::span<const model::Row>, std::span<const model::SamplingParams>, model::RowOutputs&) override {}
+
+    std::map<StreamId, int32_t> lengths;
+    int copies = 0, moves = 0;
+
+private:
+    model::ModelConfig config_;
+};
+
+TEST(ResumeFromCache, ARegeneratedPromptTakesItsEntryOver) {
+    LengthsBackend backend;
+    PromptCache cache(1000);
+    backend.open_stream(1, 64);
+    backend.lengths[1] = 30;  // a 20-token prompt and its 10-token reply
+    EXPECT_TRUE(cache.adopt(1, range(0, 30)).empty());
+    backend.open_stream(2, 64);
+    EXPECT_EQ(resume_from_cache(backend, cache, 2, range(0, 20)), 19);
+    EXPECT_EQ(backend.moves, 1);
+    EXPECT_EQ(backend.copies, 0);
+    EXPECT_EQ(backend.lengths.count(1), 0u);  // the emptied entry is closed
+    EXPECT_EQ(backend.lengths.at(2), 19);
+    EXPECT_EQ(cache.entries(), 0u);
+    EXPECT_EQ(cache.cached_tokens(), 0);
+}
+
+TEST(ResumeFromCache, ASmallPartOfAnEntryIsCopiedAndTheEntryStays) {
+    // A shared system prompt: most of the entry is another conversation.
+    LengthsBackend backend;
+    PromptCache cache(1000);
+    backend.open_stream(1, 64);
+    backend.lengths[1] = 50;
+    EXPECT_TRUE(cache.adopt(1, range(0, 50)).empty());
+    backend.open_stream(2, 64);
+    std::vector<TokenId> prompt = range(0, 10);
+    prompt.push_back(900);
+    prompt.push_back(901);
+    EXPECT_EQ(resume_from_cache(backend, cache, 2, prompt), 10);
+    EXPECT_EQ(backend.copies, 1);
+    EXPECT_EQ(backend.moves, 0);
+    EXPECT_EQ(backend.lengths.at(1), 50);
+    EXPECT_EQ(cache.entries(), 1u);
+}
+
+TEST(ResumeFromCache, APrefixAnotherRequestWaitsForIsCopied) {
+    LengthsBackend backend;
+    PromptCache cache(1000);
+    backend.open_stream(1, 64);
+    backend.lengths[1] = 30;
+    EXPECT_TRUE(cache.adopt(1, range(0, 30)).empty());
+    backend.open_stream(2, 64);
+    std::vector<TokenId> asked;
+    auto wanted = [&](std::span<const TokenId> prefix) {
+        asked.assign(prefix.begin(), prefix.end());
+        return true;
+    };
+    EXPECT_EQ(resume_from_cache(backend, cache, 2, range(0, 20), wanted), 19);
+    EXPECT_EQ(asked, range(0, 19));
+    EXPECT_EQ(backend.copies, 1);
+    EXPECT_EQ(backend.moves, 0);
+    EXPECT_EQ(cache.entries(), 1u);
 }
 
 }  // namespace
