@@ -372,7 +372,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     });
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     kernels::attention(*kernels_, pool_, q_.data(), M, attention_rows_.data(), c.num_heads, c.num_kv_heads, head_dim,
-                       scale, attn_.data(), scores_);
+                       scale, attn_.data(), attention_scratch_);
 
     grow_packed(M, l.wo);
     pack_for(l.wo)(attn_.data(), M, q_dim, q_dim, split_.data());

@@ -116,7 +116,7 @@ private:
     // Scratch, per row: sized on demand, kept between calls.
     std::vector<float> x_, normed_, split_, q_, k_, v_, attn_, out_, gate_, up_, cos_, sin_;
     std::vector<float> proj_, xbc_, dt_, y_;  // Mamba2: in_proj output, conv output, time steps, scan output
-    std::vector<std::vector<float>> scores_;
+    kernels::AttentionScratch attention_scratch_;
     std::vector<kernels::AttentionRow> attention_rows_;
     std::vector<float> logits_;        // output rows' logits when some only sample
     std::vector<int32_t> output_rows_;  // per output row: its index in the forward

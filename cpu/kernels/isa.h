@@ -85,15 +85,31 @@ using PackRowsFn = void (*)(const float* x, int32_t rows, int32_t k, int32_t ldx
 using MatmulFn = void (*)(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end,
                           float* out, int32_t ldo);
 
-// Causal attention for `heads` query heads of one kv head over keys j in
-// [first, last]: softmax(q . k_j * scale), then the weighted sum of v_j. q
-// and out hold the heads one after the other; `keys` are in the KV cache's
+// One query vector of an attention call: one query head of one row.
+struct AttentionQuery {
+    const float* q;  // head_dim floats
+    float* out;      // head_dim floats
+    int32_t last;    // the row's position: it attends to keys first..last
+};
+// The most query vectors one attention call takes.
+constexpr int32_t kAttentionMaxQueries = 32;
+// Floats between two vectors' score rows when the furthest key is max_last.
+inline size_t attention_score_stride(int32_t max_last) { return static_cast<size_t>(max_last + 16) / 16 * 16; }
+// The scratch an attention call needs: a score row and four head_dim-wide
+// accumulator chains per vector.
+inline size_t attention_scratch_floats(int32_t count, int32_t max_last, int32_t head_dim) {
+    return static_cast<size_t>(count) * (attention_score_stride(max_last) + 4 * static_cast<size_t>(head_dim));
+}
+
+// Causal attention for `count` (1..kAttentionMaxQueries) query vectors of
+// one kv head, each over keys j in [first, its last]: softmax(q . k_j *
+// scale), then the weighted sum of v_j. `keys` are in the KV cache's
 // blocked layout and `values` one row of head_dim floats per position
-// (cpu/kv_cache.h); `scores` has one row per head of last + 1 floats
-// rounded up to 16. A head gets the same bits alone or with others.
-using AttentionHeadsFn = void (*)(const float* q, int32_t heads, const float* keys, const float* values,
-                                  int32_t first, int32_t last, int32_t head_dim, float scale, float* scores,
-                                  float* out);
+// (cpu/kv_cache.h). The vectors may be heads of several rows of one stream:
+// they read the keys and values together, and a vector gets the same bits
+// whichever others share its call (attention_impl.inc).
+using AttentionFn = void (*)(const AttentionQuery* queries, int32_t count, const float* keys, const float* values,
+                             int32_t first, int32_t head_dim, float scale, float* scratch);
 
 // out[i] = e^x[i] as the attention computes it, n a multiple of 16, out
 // may be x (the SiLU of the MLP runs on it too).
@@ -110,7 +126,7 @@ struct KernelTable {
     Activations activations = Activations::f32;
     PackRowsFn pack_rows = nullptr;
     MatmulFn matmul = nullptr;
-    AttentionHeadsFn attention_heads = nullptr;
+    AttentionFn attention = nullptr;
     Exp16Fn exp16_values = nullptr;
     ScanStateRowFn scan_state_row = nullptr;
 

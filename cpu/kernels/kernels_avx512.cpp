@@ -1,4 +1,7 @@
 // The avx512 path of the kernels: kernels_impl.inc over vec16_avx512.h.
+#include <algorithm>
+#include <cassert>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>

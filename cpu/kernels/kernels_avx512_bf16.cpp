@@ -2,6 +2,9 @@
 // product of bf16 pairs done by VDPBF16PS itself, bf16 activations only. Its
 // results equal the emulation in the other paths bit for bit
 // (tests/cpu/kernels_test.cpp checks it wherever the instruction runs).
+#include <algorithm>
+#include <cassert>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>

@@ -1,4 +1,7 @@
 // The scalar path of the kernels: kernels_impl.inc over vec16_scalar.h.
+#include <algorithm>
+#include <cassert>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>

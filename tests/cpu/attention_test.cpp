@@ -102,9 +102,9 @@ struct Head {
     }
     std::vector<float> run(Isa isa, int32_t first, int32_t last) const {
         const auto head_dim = static_cast<int32_t>(q.size());
-        std::vector<float> scores(static_cast<size_t>(last + 16) / 16 * 16), out(head_dim);
-        kernel_table(isa).attention_heads(q.data(), 1, keys.data(), values.data(), first, last, head_dim,
-                                         1.0f / std::sqrt(static_cast<float>(head_dim)), scores.data(), out.data());
+        std::vector<float> out(head_dim);
+        attention_heads(isa, q.data(), 1, keys.data(), values.data(), first, last, head_dim,
+                        1.0f / std::sqrt(static_cast<float>(head_dim)), out.data());
         return out;
     }
 };
@@ -155,28 +155,63 @@ TEST(Attention, AHeadGetsTheSameBitsAloneOrWithOtherHeadsOfItsKvHead) {
     for (const Range& r : kRanges) {
         const Head head(head_dim, r.last + 3, r.first, r.last, std::nanf(""), 11);
         const std::vector<float> q = random_floats(static_cast<size_t>(heads) * head_dim, 12);
-        const size_t stride = static_cast<size_t>(r.last + 16) / 16 * 16;
         const float scale = 0.125f;
         for (Isa isa : available_isas()) {
-            std::vector<float> together(q.size()), scores(heads * stride);
+            std::vector<float> together(q.size());
             attention_heads(isa, q.data(), heads, head.keys.data(), head.values.data(), r.first, r.last, head_dim,
-                            scale, scores.data(), together.data());
+                            scale, together.data());
             for (int32_t start = 0; start < heads; ++start) {
                 for (int32_t count = 1; start + count <= heads; ++count) {
                     std::vector<float> out(static_cast<size_t>(count) * head_dim);
                     attention_heads(isa, q.data() + start * head_dim, count, head.keys.data(), head.values.data(),
-                                    r.first, r.last, head_dim, scale, scores.data(), out.data());
+                                    r.first, r.last, head_dim, scale, out.data());
                     const std::vector<float> expected(together.begin() + start * head_dim,
                                                       together.begin() + (start + count) * head_dim);
                     ASSERT_TRUE(testing::bitwise_equal(out, expected))
                         << isa_name(isa) << " heads " << start << "+" << count << " keys " << r.first << ".." << r.last;
                 }
             }
-            std::vector<float> alone(head_dim);  // the kernel table's one-head entry
-            kernel_table(isa).attention_heads(q.data() + 5 * head_dim, 1, head.keys.data(), head.values.data(), r.first,
-                                             r.last, head_dim, scale, scores.data(), alone.data());
+            std::vector<float> alone(head_dim);
+            attention_heads(isa, q.data() + 5 * head_dim, 1, head.keys.data(), head.values.data(), r.first, r.last,
+                            head_dim, scale, alone.data());
             EXPECT_TRUE(testing::bitwise_equal(
                 alone, std::vector<float>(together.begin() + 5 * head_dim, together.begin() + 6 * head_dim)));
+        }
+    }
+}
+
+TEST(Attention, AVectorGetsTheSameBitsAloneOrWithTheOtherRowsOfItsStream) {
+    // A verify round or a prefill chunk: rows at consecutive positions, each
+    // with the query heads of one kv head, in one call that reads the keys
+    // and values once; long ranges go through them chunk by chunk.
+    const Range ranges[] = {{0, 0}, {0, 37}, {5, 300}, {17, 700}, {0, 1023}};
+    for (int32_t head_dim : {64, 128}) {
+        for (const Range& r : ranges) {
+            const int32_t rows = 9, heads = 3, count = rows * heads;
+            const int32_t max_last = r.last + rows - 1;
+            const Head head(head_dim, max_last + 5, r.first, max_last, std::nanf(""), 21);
+            const std::vector<float> q = random_floats(static_cast<size_t>(count) * head_dim, 22);
+            const float scale = 0.088f;
+            std::vector<float> scalar_out;
+            for (Isa isa : available_isas()) {
+                std::vector<float> together(q.size());
+                std::vector<AttentionQuery> queries;
+                for (int32_t v = 0; v < count; ++v)
+                    queries.push_back({q.data() + v * head_dim, together.data() + v * head_dim, r.last + v / heads});
+                std::vector<float> scratch(attention_scratch_floats(count, max_last, head_dim));
+                kernel_table(isa).attention(queries.data(), count, head.keys.data(), head.values.data(), r.first,
+                                            head_dim, scale, scratch.data());
+                for (int32_t v = 0; v < count; ++v) {
+                    std::vector<float> alone(head_dim);
+                    attention_heads(isa, q.data() + v * head_dim, 1, head.keys.data(), head.values.data(), r.first,
+                                    queries[v].last, head_dim, scale, alone.data());
+                    ASSERT_TRUE(testing::bitwise_equal(
+                        alone, std::vector<float>(together.begin() + v * head_dim, together.begin() + (v + 1) * head_dim)))
+                        << isa_name(isa) << " head_dim " << head_dim << " keys " << r.first << ".." << queries[v].last;
+                }
+                if (isa == Isa::scalar) scalar_out = together;
+                EXPECT_TRUE(testing::bitwise_equal(together, scalar_out)) << isa_name(isa);
+            }
         }
     }
 }
