@@ -46,6 +46,15 @@ namespace {
 
 caf::actor_system_config& threaded_config(caf::actor_system_config& config, int threads) {
     config.set("scheduler.max-threads", static_cast<size_t>(std::max(2, threads)));
+    // An idle CAF worker polls its queue before it sleeps: sched_yield in a
+    // loop, then 50 us sleeps for about 25 ms. The messages of a round keep
+    // waking idle workers into that polling, and on a machine with as many
+    // cores as compute threads each poll preempts a matmul thread, which
+    // stalls the whole forward at its next barrier (15% of a round's time on
+    // 2 cores). Without the polling phases an idle worker waits on its
+    // condition variable, which a message to it signals.
+    config.set("work-stealing.aggressive-poll-attempts", size_t{0});
+    config.set("work-stealing.moderate-poll-attempts", size_t{0});
     config.set("logger.file-verbosity", caf::atom("quiet"));
     config.set("logger.console-verbosity", caf::atom("quiet"));
     return config;
