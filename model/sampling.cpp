@@ -29,11 +29,29 @@ double uniform_at(uint64_t seed, int64_t position) {
 }
 
 int32_t argmax(std::span<const float> logits) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < static_cast<int32_t>(logits.size()); ++i) {
-        if (logits[i] > logits[best]) best = i;  // strictly greater: lowest id wins ties
+    // The definition: best = 0, then best = i wherever logits[i] > logits[best]
+    // (lowest id on ties, a NaN never taken, a NaN at 0 kept). In two passes
+    // that the compiler vectorizes: the largest value (8 independent lanes,
+    // each keeping its value unless the new one is greater, as that
+    // comparison does), then the first id that holds it. A verify round
+    // samples every row over the whole vocabulary, and the one-pass loop,
+    // a chain of dependent compares, was 6% of a round's time.
+    const auto n = static_cast<int32_t>(logits.size());
+    if (n <= 1 || std::isnan(logits[0])) return 0;
+    constexpr int32_t kLanes = 8;
+    float lanes[kLanes];
+    for (float& lane : lanes) lane = logits[0];
+    int32_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int32_t k = 0; k < kLanes; ++k) lanes[k] = logits[i + k] > lanes[k] ? logits[i + k] : lanes[k];
     }
-    return best;
+    float largest = logits[0];
+    for (float lane : lanes) largest = lane > largest ? lane : largest;
+    for (; i < n; ++i) largest = logits[i] > largest ? logits[i] : largest;
+    for (int32_t j = 0; j < n; ++j) {
+        if (logits[j] == largest) return j;  // -0 and +0 tie, as > has them
+    }
+    return 0;
 }
 
 int32_t sample(std::span<const float> logits, const SamplingParams& params, int64_t position) {

@@ -26,6 +26,46 @@ TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
     EXPECT_EQ(sample(logits, params(-1.0f), 11), 1);
 }
 
+// The definition argmax keeps: the first index, then a later one wherever
+// its logit is strictly greater than the best so far.
+int32_t argmax_by_definition(const std::vector<float>& logits) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < static_cast<int32_t>(logits.size()); ++i) {
+        if (logits[i] > logits[best]) best = i;
+    }
+    return best;
+}
+
+TEST(Sampler, ArgmaxFollowsItsDefinitionOnTiesNansZerosAndInfinities) {
+    const float nan = std::nanf(""), inf = INFINITY;
+    const std::vector<std::vector<float>> cases = {
+        {1.0f},
+        {nan, 5.0f, 7.0f},                 // a NaN first is kept
+        {1.0f, nan, 3.0f, nan},            // later NaNs are never taken
+        {-0.0f, 0.0f, -1.0f},              // -0 and +0 tie: the first stays
+        {0.0f, -0.0f},
+        {-inf, -inf, nan},
+        {1.0f, inf, 2.0f, inf},
+        {-3.0f, -2.0f, -2.0f, -5.0f, -2.0f, -1.0f, -1.0f, -7.0f, -1.0f, -9.0f},
+    };
+    for (const std::vector<float>& logits : cases) EXPECT_EQ(argmax(logits), argmax_by_definition(logits));
+    // Vocabulary-sized rows with many ties, the maximum at the start, in the
+    // lanes, in the tail past the last whole group of 8, and NaNs about.
+    uint32_t state = 12345;
+    auto next = [&] { return state = state * 1664525u + 1013904223u; };
+    for (int32_t n : {7, 8, 9, 64, 1001, 151936}) {
+        for (int trial = 0; trial < 20; ++trial) {
+            std::vector<float> logits(static_cast<size_t>(n));
+            for (float& x : logits) x = static_cast<float>(next() % 50) - 25.0f;
+            for (int k = 0; k < 3; ++k) logits[next() % n] = nan;
+            if (trial % 4 == 1) logits[n - 1] = 100.0f;
+            if (trial % 4 == 2) logits[0] = 100.0f;
+            if (trial % 4 == 3) logits[next() % n] = 100.0f;
+            ASSERT_EQ(argmax(logits), argmax_by_definition(logits)) << "n " << n << " trial " << trial;
+        }
+    }
+}
+
 TEST(Sampler, UniformIsAPureFunctionOfSeedAndPosition) {
     EXPECT_EQ(uniform_at(1, 5), uniform_at(1, 5));
     EXPECT_NE(uniform_at(1, 5), uniform_at(1, 6));
