@@ -28,6 +28,7 @@ CommandRun tokenize(const std::string& args, const std::string& input, const std
     std::ofstream(in_path, std::ios::binary) << input;
     const test_support::CommandResult result = test_support::run_command(
         test_support::tensorfold_binary() + " " + subcommand + " " + args + " < " + in_path + " 2>&1");
+    std::remove(in_path.c_str());
     CommandRun run;
     run.out = result.output;
     run.exit_code = result.exit_code;
