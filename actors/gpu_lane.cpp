@@ -15,6 +15,7 @@ struct Slot {
     model::StreamId kv = 0;
     bool awaiting = false;  // answered (opened or verdict) and not yet heard from
     int32_t prompt_length = 0;  // where a recurrent model's cache entry may resume besides its end
+    std::vector<model::TokenId> prompt;  // what a later request may copy from this slot's cache
 };
 
 struct LaneState {
@@ -46,8 +47,11 @@ void open_slot(Self self, OpenStream request) {
     model::Backend& backend = *s.options.backend;
     const model::StreamId kv = s.next_kv++;
     backend.open_stream(kv, s.options.context_size);
-    const int32_t resumed = engine::resume_from_cache(backend, s.cache, kv, request.prompt);
-    s.slots[request.handle] = Slot{request.stream, kv, true, static_cast<int32_t>(request.prompt.size())};
+    std::vector<engine::RunningStream> running;
+    for (const auto& [handle, slot] : s.slots) running.push_back({slot.kv, slot.prompt});
+    const int32_t resumed = engine::resume_from_cache(backend, s.cache, kv, request.prompt, running);
+    const auto prompt_length = static_cast<int32_t>(request.prompt.size());
+    s.slots[request.handle] = Slot{request.stream, kv, true, prompt_length, std::move(request.prompt)};
     self->send(request.stream, opened_atom::value, resumed);
 }
 

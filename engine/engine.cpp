@@ -47,15 +47,11 @@ void Engine::admit() {
         const StreamId kv = lanes_.new_kv();
         const int32_t capacity = ctx_size_;
         backend_.open_stream(kv, capacity);
-        // Another waiting request that starts the same way (n choices, a
-        // burst of regenerates) reads the cached prefix too: keep it cached.
-        auto wanted_elsewhere = [&](std::span<const TokenId> prefix) {
-            return std::any_of(waiting_.begin(), waiting_.end(), [&](const auto& waiting) {
-                const std::vector<TokenId>& other = waiting.second.prompt;
-                return other.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), other.begin());
-            });
-        };
-        const int32_t resumed = resume_from_cache(backend_, prompt_cache_, kv, request.prompt, wanted_elsewhere);
+        std::vector<RunningStream> running;
+        for (const auto& stream : lanes_.streams()) {
+            if (stream) running.push_back({stream->kv(), stream->context().tokens()});
+        }
+        const int32_t resumed = resume_from_cache(backend_, prompt_cache_, kv, request.prompt, running);
         lanes_.add(
             std::make_unique<Stream>(id, kv, std::move(request), resumed, capacity, decoders_ ? decoders_() : nullptr));
     }

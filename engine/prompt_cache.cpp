@@ -112,13 +112,30 @@ int64_t state_cost_tokens(const model::ModelConfig& c) {
 }
 
 int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt,
-                          const std::function<bool(std::span<const TokenId> prefix)>& wanted_elsewhere) {
+                          std::span<const RunningStream> running) {
     const PromptCache::Hit hit = cache.find(prompt);
-    // Half the entry or more: what the move throws away (the rest of the
-    // entry) is small beside the copy it saves.
-    const bool take = hit.length > 0 && 2 * int64_t{hit.length} >= hit.entry_tokens &&
-                      !(wanted_elsewhere && wanted_elsewhere(prompt.first(static_cast<size_t>(hit.length))));
-    if (take && backend.move_prefix(hit.source, kv, hit.length)) {
+    // A running stream that holds more of the prompt than the cache does.
+    StreamId donor = -1;
+    int32_t donor_length = 0;
+    if (prompt.size() >= 2) {
+        const std::span<const TokenId> usable = prompt.first(prompt.size() - 1);
+        for (const RunningStream& r : running) {
+            const auto shared = static_cast<int32_t>(
+                std::min<size_t>(common_prefix(usable, r.tokens), static_cast<size_t>(backend.stream_length(r.kv))));
+            if (shared > std::max(hit.length, donor_length) && backend.holds_state_at(r.kv, shared)) {
+                donor = r.kv;
+                donor_length = shared;
+            }
+        }
+    }
+    int32_t resumed = hit.length;
+    if (donor >= 0) {
+        backend.copy_prefix(donor, kv, donor_length);
+        resumed = donor_length;
+    } else if (hit.length > 0 && 2 * int64_t{hit.length} >= hit.entry_tokens &&
+               backend.move_prefix(hit.source, kv, hit.length)) {
+        // Half the entry or more: what the move throws away (the rest of the
+        // entry) is small beside the copy it saves.
         cache.release(hit.source);
         backend.close_stream(hit.source);
     } else if (hit.length > 0) {
@@ -127,7 +144,7 @@ int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId 
     if (backend.config().recurrent() && prompt.size() >= 2) {
         backend.keep_state_at(kv, static_cast<int32_t>(prompt.size()) - 1);
     }
-    return hit.length;
+    return resumed;
 }
 
 void retire_to_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::vector<TokenId> tokens,

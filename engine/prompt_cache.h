@@ -22,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -88,18 +87,28 @@ private:
 // in positions of KV; 0 without Mamba layers.
 int64_t state_cost_tokens(const model::ModelConfig& config);
 
-// A new stream `kv` (open, empty) for `prompt`: puts the longest cached
-// prefix into it and, on a recurrent model, asks the backend to keep the
-// state at the prompt's end for this stream's own entry later. Returns the
-// resume point.
+// A stream that is running (prefill or decode) and whose first positions
+// another request may copy: between rounds its KV holds exactly the first
+// backend.stream_length(kv) of `tokens` (its prompt, or prompt and reply),
+// and those positions do not change while it runs.
+struct RunningStream {
+    StreamId kv = -1;
+    std::span<const TokenId> tokens;
+};
+
+// A new stream `kv` (open, empty) for `prompt`: puts the longest prefix the
+// cache or a running stream holds into it and, on a recurrent model, asks
+// the backend to keep the state at the prompt's end for this stream's own
+// entry later. Returns the resume point.
 //
-// The prefix moves instead of being copied (Backend::move_prefix) when the
-// request resumes at least half of its entry (a regenerated prompt, the
-// next turn of a conversation) and `wanted_elsewhere`, if given, says no
-// other request waits for that prefix: the entry then leaves the cache, and
-// the request's own stream takes its place when it retires.
+// A cache entry's prefix moves instead of being copied (Backend::move_prefix)
+// when the request resumes at least half of the entry (a regenerated prompt,
+// the next turn of a conversation): the entry leaves the cache, and the
+// request's own stream takes its place when it retires. Until then a request
+// that starts the same way (n choices, a burst of regenerates) copies the
+// prefix from that running stream, passed in `running`.
 int32_t resume_from_cache(model::Backend& backend, PromptCache& cache, StreamId kv, std::span<const TokenId> prompt,
-                          const std::function<bool(std::span<const TokenId> prefix)>& wanted_elsewhere = {});
+                          std::span<const RunningStream> running = {});
 
 // A finished stream `kv` whose first tokens.size() positions are worth
 // keeping: cuts the rest, hands it to the cache, and closes what the cache

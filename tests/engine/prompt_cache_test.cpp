@@ -234,23 +234,45 @@ TEST(ResumeFromCache, ASmallPartOfAnEntryIsCopiedAndTheEntryStays) {
     EXPECT_EQ(cache.entries(), 1u);
 }
 
-TEST(ResumeFromCache, APrefixAnotherRequestWaitsForIsCopied) {
+TEST(ResumeFromCache, ASecondRequestCopiesTheTakenPrefixFromTheRunningStream) {
+    // n choices of one regenerated prompt: the first takes the entry over,
+    // the second finds it in the first one's running stream.
     LengthsBackend backend;
     PromptCache cache(1000);
     backend.open_stream(1, 64);
     backend.lengths[1] = 30;
     EXPECT_TRUE(cache.adopt(1, range(0, 30)).empty());
+    const std::vector<TokenId> prompt = range(0, 20);
     backend.open_stream(2, 64);
-    std::vector<TokenId> asked;
-    auto wanted = [&](std::span<const TokenId> prefix) {
-        asked.assign(prefix.begin(), prefix.end());
-        return true;
-    };
-    EXPECT_EQ(resume_from_cache(backend, cache, 2, range(0, 20), wanted), 19);
-    EXPECT_EQ(asked, range(0, 19));
+    EXPECT_EQ(resume_from_cache(backend, cache, 2, prompt), 19);
+    EXPECT_EQ(backend.moves, 1);
+    backend.open_stream(3, 64);
+    const RunningStream first{2, prompt};
+    EXPECT_EQ(resume_from_cache(backend, cache, 3, prompt, {&first, 1}), 19);
     EXPECT_EQ(backend.copies, 1);
-    EXPECT_EQ(backend.moves, 0);
-    EXPECT_EQ(cache.entries(), 1u);
+    EXPECT_EQ(backend.lengths.at(3), 19);
+    // A running stream still reading its prompt lends only what it has read.
+    backend.lengths[2] = 7;
+    backend.open_stream(4, 64);
+    EXPECT_EQ(resume_from_cache(backend, cache, 4, prompt, {&first, 1}), 7);
+    EXPECT_EQ(backend.lengths.at(4), 7);
+}
+
+TEST(ResumeFromCache, ACacheEntryAsLongAsARunningStreamsPrefixIsUsedInstead) {
+    LengthsBackend backend;
+    PromptCache cache(1000);
+    backend.open_stream(1, 64);
+    backend.lengths[1] = 15;
+    EXPECT_TRUE(cache.adopt(1, range(0, 15)).empty());
+    const std::vector<TokenId> running_tokens = range(0, 15);
+    backend.open_stream(2, 64);
+    backend.lengths[2] = 15;
+    const RunningStream running{2, running_tokens};
+    backend.open_stream(3, 64);
+    EXPECT_EQ(resume_from_cache(backend, cache, 3, range(0, 20), {&running, 1}), 15);
+    EXPECT_EQ(backend.moves, 1);  // the whole entry: taken over
+    EXPECT_EQ(backend.copies, 0);
+    EXPECT_EQ(backend.lengths.at(2), 15);  // the running stream untouched
 }
 
 }  // namespace
