@@ -60,6 +60,7 @@ struct Router::Generation {
         std::vector<int32_t> ids;
         std::vector<int32_t> prompt_ids;
         int64_t prompt_tokens = 0;
+        int64_t cached_tokens = 0;  // of prompt_tokens, what the prompt cache held (the last event says)
         int64_t completion_tokens = 0;
         engine::FinishReason finish = engine::FinishReason::running;
         bool first_token_seen = false;
@@ -133,6 +134,7 @@ struct Router::Generation {
         if (logprobs) add_logprobs(part, event);
         if (event.finish != engine::FinishReason::running) {
             part.finish = event.finish;
+            part.cached_tokens = event.resume_point;
             timings->observe_finished(Clock::now() - arrival);
         }
         pump();
@@ -183,6 +185,7 @@ struct Router::Generation {
         std::vector<Choice> choices;
         for (size_t i = 0; i < parts.size(); ++i) {
             usage.prompt_tokens += parts[i].prompt_tokens;
+            usage.cached_tokens += parts[i].cached_tokens;
             usage.completion_tokens += parts[i].completion_tokens;
             Choice choice{static_cast<int32_t>(i), parts[i].prefix + parts[i].text, finish_reason(parts[i].finish)};
             if (!stream && tool_format != ToolCallFormat::none) {

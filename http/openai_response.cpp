@@ -11,7 +11,8 @@ using nlohmann::json;
 json usage_json(const Usage& usage) {
     return {{"prompt_tokens", usage.prompt_tokens},
             {"completion_tokens", usage.completion_tokens},
-            {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+            {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
 
 json finish(const Choice& choice) { return choice.finish_reason ? json(*choice.finish_reason) : json(nullptr); }

@@ -14,6 +14,9 @@ namespace tf::http {
 struct Usage {
     int64_t prompt_tokens = 0;
     int64_t completion_tokens = 0;
+    // Of prompt_tokens, those whose KV the prompt cache (or a running
+    // request with the same prompt) already held: not read again.
+    int64_t cached_tokens = 0;
 };
 
 // One reply token's log-probability and the most likely tokens at its

@@ -211,6 +211,28 @@ TEST_F(Api, NChoicesEachRepeatTheirOwnSeedAlone) {
     EXPECT_EQ(two["choices"][2]["text"], two["choices"][3]["text"]);
 }
 
+// usage.prompt_tokens_details.cached_tokens: the prompt tokens whose KV was
+// already held. A regenerated prompt takes the cached KV over, and the
+// choices of a request share it: the first takes the cache's entry, the
+// others copy it from the first one's running stream; every reply as before.
+TEST_F(Api, ARegeneratedPromptAndItsChoicesReadOnlyTheirLastTokenAgain) {
+    const json request = {{"prompt", "class Stack:\n    def __init__(self):\n"}, {"max_tokens", 8}};
+    const json first = json::parse(server_->post("/v1/completions", completion(request)).body);
+    const int prompt_tokens = first["usage"]["prompt_tokens"].get<int>();
+    ASSERT_GT(prompt_tokens, 2) << first.dump();
+    EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0) << first.dump();
+    const json again = json::parse(server_->post("/v1/completions", completion(request)).body);
+    EXPECT_EQ(again["usage"]["prompt_tokens_details"]["cached_tokens"], prompt_tokens - 1) << again.dump();
+    EXPECT_EQ(again["choices"][0]["text"], first["choices"][0]["text"]);
+    json three = request;
+    three["n"] = 3;
+    const json choices = json::parse(server_->post("/v1/completions", completion(three)).body);
+    ASSERT_EQ(choices["choices"].size(), 3u) << choices.dump();
+    EXPECT_EQ(choices["usage"]["prompt_tokens"], 3 * prompt_tokens);
+    EXPECT_EQ(choices["usage"]["prompt_tokens_details"]["cached_tokens"], 3 * (prompt_tokens - 1)) << choices.dump();
+    for (const json& choice : choices["choices"]) EXPECT_EQ(choice["text"], first["choices"][0]["text"]);
+}
+
 TEST_F(Api, StreamedChatWithTwoChoicesOpensAndFinishesEach) {
     const json body = {{"messages", {{{"role", "user"}, {"content", "Write a loop."}}}},
                        {"n", 2}, {"max_tokens", 8}, {"temperature", 0.8}, {"seed", 3}, {"stream", true}};

@@ -24,6 +24,10 @@ TEST(CompletionBody, HasTheTextCompletionShape) {
     EXPECT_EQ(body["usage"]["prompt_tokens"], 5);
     EXPECT_EQ(body["usage"]["completion_tokens"], 3);
     EXPECT_EQ(body["usage"]["total_tokens"], 8);
+    EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    const json cached = json::parse(completion_body(kHeader, {{0, "return 1", "stop"}}, {5, 3, 4}));
+    EXPECT_EQ(cached["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+    EXPECT_EQ(cached["usage"]["prompt_tokens"], 5);
 }
 
 TEST(ChatBody, HasTheChatCompletionShape) {
