@@ -200,12 +200,17 @@ private:
     model::ModelConfig config_;
 };
 
+// A finished stream `kv` holding `tokens`, handed to the cache.
+void cache_stream(LengthsBackend& backend, PromptCache& cache, StreamId kv, std::vector<TokenId> tokens) {
+    backend.open_stream(kv, 64);
+    backend.lengths[kv] = static_cast<int32_t>(tokens.size());
+    EXPECT_TRUE(cache.adopt(kv, std::move(tokens)).empty());
+}
+
 TEST(ResumeFromCache, ARegeneratedPromptTakesItsEntryOver) {
     LengthsBackend backend;
     PromptCache cache(1000);
-    backend.open_stream(1, 64);
-    backend.lengths[1] = 30;  // a 20-token prompt and its 10-token reply
-    EXPECT_TRUE(cache.adopt(1, range(0, 30)).empty());
+    cache_stream(backend, cache, 1, range(0, 30));  // a 20-token prompt and its 10-token reply
     backend.open_stream(2, 64);
     EXPECT_EQ(resume_from_cache(backend, cache, 2, range(0, 20)), 19);
     EXPECT_EQ(backend.moves, 1);
@@ -220,9 +225,7 @@ TEST(ResumeFromCache, ASmallPartOfAnEntryIsCopiedAndTheEntryStays) {
     // A shared system prompt: most of the entry is another conversation.
     LengthsBackend backend;
     PromptCache cache(1000);
-    backend.open_stream(1, 64);
-    backend.lengths[1] = 50;
-    EXPECT_TRUE(cache.adopt(1, range(0, 50)).empty());
+    cache_stream(backend, cache, 1, range(0, 50));
     backend.open_stream(2, 64);
     std::vector<TokenId> prompt = range(0, 10);
     prompt.push_back(900);
@@ -239,9 +242,7 @@ TEST(ResumeFromCache, ASecondRequestCopiesTheTakenPrefixFromTheRunningStream) {
     // the second finds it in the first one's running stream.
     LengthsBackend backend;
     PromptCache cache(1000);
-    backend.open_stream(1, 64);
-    backend.lengths[1] = 30;
-    EXPECT_TRUE(cache.adopt(1, range(0, 30)).empty());
+    cache_stream(backend, cache, 1, range(0, 30));
     const std::vector<TokenId> prompt = range(0, 20);
     backend.open_stream(2, 64);
     EXPECT_EQ(resume_from_cache(backend, cache, 2, prompt), 19);
@@ -261,9 +262,7 @@ TEST(ResumeFromCache, ASecondRequestCopiesTheTakenPrefixFromTheRunningStream) {
 TEST(ResumeFromCache, ACacheEntryAsLongAsARunningStreamsPrefixIsUsedInstead) {
     LengthsBackend backend;
     PromptCache cache(1000);
-    backend.open_stream(1, 64);
-    backend.lengths[1] = 15;
-    EXPECT_TRUE(cache.adopt(1, range(0, 15)).empty());
+    cache_stream(backend, cache, 1, range(0, 15));
     const std::vector<TokenId> running_tokens = range(0, 15);
     backend.open_stream(2, 64);
     backend.lengths[2] = 15;
