@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Starting and checking llama.cpp's llama-server for the bench scripts.
-# Sourced by scripts/bench-gguf and scripts/bench-recall; it only defines
-# functions. Messages are prefixed with the sourcing script's name.
+# Sourced by scripts/bench-gguf, bench-recall and bench-regenerate; it only
+# defines functions. Messages are prefixed with the sourcing script's name.
 #
 # llama_start sets the caller's globals `server_pid` (the caller stops the
 # server with its own stop function, as it does its tensorfold servers) and
