@@ -51,9 +51,16 @@ ContextMatch ContextIndex::longest_match() const {
 
 std::vector<TokenId> ContextIndex::continuation(const ContextMatch& match, int32_t max_tokens) const {
     if (match.length == 0 || max_tokens <= 0) return {};
+    // Past the newest token the copy overlaps itself, as an LZ77 copy does:
+    // a tail that matched `period` tokens back (a run of one token, a line
+    // drawn with a repeated pattern) goes on repeating that period, instead
+    // of drafting at most `period` tokens a round.
     const int32_t begin = match.end + 1;
-    const int32_t end = std::min(size(), begin + max_tokens);
-    return std::vector<TokenId>(tokens_.begin() + begin, tokens_.begin() + end);
+    const int32_t period = size() - begin;
+    std::vector<TokenId> out;
+    out.reserve(static_cast<size_t>(max_tokens));
+    for (int32_t i = 0; i < max_tokens; ++i) out.push_back(begin + i < size() ? tokens_[begin + i] : out[i - period]);
+    return out;
 }
 
 }  // namespace tf::engine

@@ -44,7 +44,9 @@ public:
     // least kMinMatch tokens.
     ContextMatch longest_match() const;
 
-    // Up to `max_tokens` tokens that followed `match` (the draft).
+    // `max_tokens` tokens that followed `match` (the draft); where they
+    // reach the newest token they go on with the same period, the match's
+    // distance back (a run of one token drafts that token again and again).
     std::vector<TokenId> continuation(const ContextMatch& match, int32_t max_tokens) const;
 
 private:

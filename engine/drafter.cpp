@@ -45,6 +45,8 @@ Draft Drafter::next_draft(Stream& stream) const {
 }
 
 Draft Drafter::choose(Draft own, Draft copy) {
+    // The record agreed with the own context: the longer of the two runs.
+    if (copy.source == DraftSource::own_context) return copy.tokens.size() > own.tokens.size() ? copy : own;
     if (copy.source != DraftSource::record) return own;
     copy.displaced = std::move(own.tokens);
     return copy;
@@ -91,10 +93,16 @@ Draft Drafter::record_draft(recall::Record& record, const CostCurve& cost, const
     if (query.room <= 0) return draft;
     recall::Match match = record.lookup(query.tail, static_cast<uint32_t>(query.room));
     if (match.length < recall::Index::kKeyIds || match.continuation.empty()) return draft;
-    // Checked before the policy is asked: such a match is no ask at all.
+    // Checked before the policy is asked: such a match is no ask at all. The
+    // own context drafts these tokens, but the record's landing figures,
+    // which a stream's fresh own-draft rate lacks, say how far: two sources
+    // agreeing on a continuation is no weaker evidence than the record alone.
     if (same_as_own(query.own_continuation, match.continuation)) {
         record.offers().note_same_as_own();
-        return draft;
+        Draft agreed = copy_of(record, cost, match, query);
+        agreed.source = DraftSource::own_context;
+        agreed.history = recall::CopyHistory::first;
+        return agreed;
     }
     Draft copy = copy_of(record, cost, match, query);
     const auto window = static_cast<uint32_t>(copy.tokens.size());

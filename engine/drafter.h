@@ -66,11 +66,13 @@ public:
     CopyQuery copy_query(const Stream& stream, int32_t room) const;
     // The record's copy for the query, or an empty draft. No copy when the
     // own context already holds the same continuation (counted on the
-    // record), else as the offer policy decides, with the window priced by
-    // the round the copy joins (draft_window.h, best_shared_window).
+    // record): then an own-context draft of it, as long as the copy's window
+    // would be. Else a copy as the offer policy decides, with the window
+    // priced by the round the copy joins (draft_window.h, best_shared_window).
     static Draft record_draft(recall::Record& record, const CostCurve& cost, const CopyQuery& query);
     // The round's draft: the copy when there is one (noting the own draft
-    // it displaces), else the own draft.
+    // it displaces); the own continuation the record agreed with when it
+    // runs further than the own draft; else the own draft.
     static Draft choose(Draft own, Draft copy);
     static void stream_outcome(Stream& stream);
 

@@ -25,7 +25,8 @@ TEST(ContextIndex, FindsTheEarlierOccurrenceAndItsContinuation) {
     EXPECT_EQ(match.length, 3);
     EXPECT_EQ(match.end, 2);
     EXPECT_EQ(index.continuation(match, 2), (std::vector<TokenId>{13, 14}));
-    EXPECT_EQ(index.continuation(match, 100), (std::vector<TokenId>{13, 14, 99, 10, 11, 12}));
+    // Past the newest token the text is taken to go on repeating.
+    EXPECT_EQ(index.continuation(match, 8), (std::vector<TokenId>{13, 14, 99, 10, 11, 12, 13, 14}));
 }
 
 TEST(ContextIndex, ShorterThanTheMinimumIsNoMatch) {
@@ -49,11 +50,21 @@ TEST(ContextIndex, MostRecentWinsTies) {
 }
 
 TEST(ContextIndex, MatchMayOverlapTheTail) {
-    // A run of one token: the continuation is the run itself.
+    // A run of one token: the continuation is the run itself, as long as asked.
     ContextIndex index = index_of({9, 9, 9, 9, 9, 9});
     ContextMatch match = index.longest_match();
     EXPECT_EQ(match.length, 5);
-    EXPECT_EQ(index.continuation(match, 4), (std::vector<TokenId>{9}));
+    EXPECT_EQ(index.continuation(match, 4), (std::vector<TokenId>{9, 9, 9, 9}));
+}
+
+TEST(ContextIndex, AContinuationThatReachesTheNewestTokenRepeatsItsPeriod) {
+    // "1 2 3 1 2 3 1 2": the tail matched three tokens back, so the draft
+    // goes on "3 1 2 3 1 2 ...".
+    ContextIndex index = index_of({1, 2, 3, 1, 2, 3, 1, 2});
+    ContextMatch match = index.longest_match();
+    EXPECT_EQ(match.length, 5);
+    EXPECT_EQ(match.end, 4);
+    EXPECT_EQ(index.continuation(match, 7), (std::vector<TokenId>{3, 1, 2, 3, 1, 2, 3}));
 }
 
 TEST(ContextIndex, AppendingOneTokenAtATimeMatchesAppendingAll) {

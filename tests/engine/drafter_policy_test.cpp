@@ -178,6 +178,42 @@ TEST_F(DrafterPolicy, NoCopyWhereTheOwnContextAlreadyDraftsTheSameTokens) {
     EXPECT_EQ(after.probes_offered, before.probes_offered);
 }
 
+// Where the record agrees with the own context, the own context still
+// drafts, but as far as the record's copy would have run: a stream's fresh
+// own-draft rate (one success, one failure) alone would stop it early.
+TEST_F(DrafterPolicy, AnOwnDraftTheRecordAgreesWithRunsAsFarAsTheCopyWould) {
+    // Each extra row costs a tenth of a one-row round.
+    std::vector<double> cost;
+    for (int m = 1; m <= 64; ++m) cost.push_back(1.0 + 0.1 * (m - 1));
+    const CostCurve curve(cost);
+    Drafter drafter(curve, DrafterOptions{}, record_.get());
+    GenerationRequest spec;  // the prompt holds S[0..300) and then S[0..50) again
+    spec.prompt.assign(s_.begin(), s_.begin() + 300);
+    spec.prompt.insert(spec.prompt.end(), s_.begin(), s_.begin() + 50);
+    spec.max_tokens = 100;
+    Stream stream(4, 0, spec, 0, 4096, nullptr);
+    StreamUpdate update;
+    stream.next_rows(512, Draft{});
+    stream.apply(Verdict{{s_[50]}, 0}, update);
+
+    const int32_t room = std::min(DrafterOptions{}.max_draft, stream.draft_room());
+    const int32_t own_window = best_window(curve, stream.own_rate().probability(), room);
+    const double record_p = record_->offers().landing_probability(51, recall::CopyHistory::first);  // a 51-token match
+    const int32_t record_window = best_window(curve, record_p, room);
+    ASSERT_GT(record_window, own_window) << "the curve must tell the two rates apart";
+
+    const Draft draft = drafter.next_draft(stream);
+    EXPECT_EQ(draft.source, DraftSource::own_context);
+    ASSERT_EQ(static_cast<int32_t>(draft.tokens.size()), record_window);
+    for (size_t i = 0; i < draft.tokens.size(); ++i) EXPECT_EQ(draft.tokens[i], s_[51 + i]) << i;
+    EXPECT_EQ(record_->offers().snapshot().copies_same_as_own, 1u);
+    EXPECT_EQ(record_->offers().snapshot().copies_offered, 0u) << "no copy was offered";
+
+    // With no record, the same stream drafts only its own window.
+    const Drafter alone(curve, DrafterOptions{}, nullptr);
+    EXPECT_EQ(static_cast<int32_t>(alone.next_draft(stream).tokens.size()), own_window);
+}
+
 // A copy that took the place of an own draft is charged what that draft
 // would have landed: on the stream (its own drafts' recent landing) and on
 // the record (own_tokens_displaced).
