@@ -98,7 +98,7 @@ WeightMatrix Weights::quantized_matrix(const model::TensorView& t, model::QuantT
 
 WeightMatrix Weights::repacked_matrix(const uint8_t* gguf_rows, model::QuantType type, int32_t rows, int32_t cols,
                                       const std::string& name) {
-    // Tiles of 8 interleaved rows (quant_blocks.h); tiles are independent,
+    // Tiles of 16 interleaved rows (quant_layout.h); tiles are independent,
     // so every core repacks its share of them.
     const size_t gguf_row_bytes = model::quant_row_bytes(type, cols);
     uint8_t* data = aligned_bytes(kernels::quant_kernel_matrix_bytes(type, rows, cols), name);

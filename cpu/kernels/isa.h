@@ -53,8 +53,8 @@ enum class WeightFormat {
     f32_split,   // fp32, each 32-column block stored as its 16 even columns then its 16 odd columns
     // Quantized (kernels/quant_matmul.h, which has their own kernels and
     // int8 activations): stride == cols, cols a multiple of the block;
-    // q8_0, q4_0, q4_k in tiles of 8 interleaved rows (repack_quant in
-    // quant_blocks.h), q6_k as rows of GGUF blocks.
+    // all four in tiles of 16 interleaved rows (repack_quant in
+    // quant_layout.h).
     q8_0,
     q4_0,
     q4_k,

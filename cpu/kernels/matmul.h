@@ -61,14 +61,19 @@ struct MatmulJob {
     int32_t ldo;
 };
 
+// Columns a thread takes at a time: whole weight tiles of every format
+// (bf16's kTileRows = 8, the quantized formats' 16, quant_layout.h).
+constexpr int32_t kMatmulColumnGroup = 16;
+static_assert(kMatmulColumnGroup % kTileRows == 0);
+
 // Runs `kernel` for every job on the M rows of `xs` (packed as that kernel
 // reads them), in one parallel region. Columns go to threads in groups of
-// one weight tile (kTileRows), contiguously across the jobs, so q/k/v (or
-// gate/up) share one fork-join and a thread streams whole tiles. The float
-// kernels (KernelTable) and the quantized ones (quant_matmul.h) both run
-// through here.
+// kMatmulColumnGroup, contiguously across the jobs, so q/k/v (or gate/up)
+// share one fork-join and a thread streams whole tiles. The float kernels
+// (KernelTable) and the quantized ones (quant_matmul.h) both run through
+// here.
 inline void matmul(MatmulFn kernel, ThreadPool& pool, const void* xs, int32_t M, std::initializer_list<MatmulJob> jobs) {
-    constexpr int32_t kGroup = kTileRows;
+    constexpr int32_t kGroup = kMatmulColumnGroup;
     int64_t groups = 0;
     for (const MatmulJob& job : jobs) {
         assert(job.w->stride == jobs.begin()->w->stride);  // one input for all jobs

@@ -9,18 +9,15 @@ namespace {
 
 size_t pad64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// Lane byte of row r, element e (0..31) of a block in a 256-byte (q8_0)
-// block of quant vectors: group e/8 is the vector, lane 2r + (e%8)/4.
-size_t lane_byte(int32_t r, int32_t e) { return 64 * (e / 8) + 8 * r + e % 8; }
+// Byte of row r, element e (0..31) of a block, in a run of 64-byte quant
+// vectors: group e/4 is the vector, lane r, byte e%4 of the lane.
+size_t lane_byte(int32_t r, int32_t e) { return 64 * (e / 4) + 4 * r + e % 4; }
 
-// One sub-block of 32 unsigned nibbles (elements e of tile row r given by
-// `nibble`) into 128 bytes: vector t holds group t low, group t+2 high.
+// One block of 32 unsigned nibbles (elements e of tile row r given by
+// `nibble`) into 256 bytes: vector t holds group t low, group t+4 high.
 template <class Nibble>
 void put_nibbles(uint8_t* out, int32_t r, Nibble nibble) {
-    for (int32_t e = 0; e < 16; ++e) {
-        const size_t at = 64 * (e / 8) + 8 * r + e % 8;
-        out[at] = static_cast<uint8_t>(nibble(e) | (nibble(e + 16) << 4));
-    }
+    for (int32_t e = 0; e < 16; ++e) out[lane_byte(r, e)] = static_cast<uint8_t>(nibble(e) | (nibble(e + 16) << 4));
 }
 
 }  // namespace
@@ -28,19 +25,19 @@ void put_nibbles(uint8_t* out, int32_t r, Nibble nibble) {
 size_t quant_tile_head_bytes(model::QuantType type, int64_t cols) {
     switch (type) {
         case model::QuantType::q8_0:
-        case model::QuantType::q4_0: return pad64(static_cast<size_t>(cols / 32) * 16);
-        case model::QuantType::q4_k: return pad64(static_cast<size_t>(cols / 256) * 160);
-        case model::QuantType::q6_k: return pad64(static_cast<size_t>(cols / 256) * 144);
+        case model::QuantType::q4_0: return pad64(static_cast<size_t>(cols / 32) * 32);
+        case model::QuantType::q4_k: return pad64(static_cast<size_t>(cols / 256) * 320);
+        case model::QuantType::q6_k: return pad64(static_cast<size_t>(cols / 256) * 288);
     }
     return 0;
 }
 
 size_t quant_tile_bytes(model::QuantType type, int64_t cols) {
     switch (type) {
-        case model::QuantType::q8_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 256;
-        case model::QuantType::q4_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 128;
-        case model::QuantType::q4_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 1024;
-        case model::QuantType::q6_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 1536;
+        case model::QuantType::q8_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 512;
+        case model::QuantType::q4_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 256;
+        case model::QuantType::q4_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 2048;
+        case model::QuantType::q6_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 3072;
     }
     return 0;
 }
@@ -72,30 +69,30 @@ void repack_quant(model::QuantType type, const void* gguf_rows, int32_t rows, in
                     case model::QuantType::q8_0: {
                         model::BlockQ8_0 block;
                         std::memcpy(&block, src + sizeof(model::BlockQ8_0) * b, sizeof block);
-                        std::memcpy(tile + 16 * b + 2 * r, &block.d, 2);
+                        std::memcpy(tile + 32 * b + 2 * r, &block.d, 2);
                         for (int32_t e = 0; e < 32; ++e)
-                            quants[256 * b + lane_byte(r, e)] = static_cast<uint8_t>(block.qs[e] + 128);
+                            quants[512 * b + lane_byte(r, e)] = static_cast<uint8_t>(block.qs[e] + 128);
                         break;
                     }
                     case model::QuantType::q4_0: {
                         model::BlockQ4_0 block;
                         std::memcpy(&block, src + sizeof(model::BlockQ4_0) * b, sizeof block);
-                        std::memcpy(tile + 16 * b + 2 * r, &block.d, 2);
+                        std::memcpy(tile + 32 * b + 2 * r, &block.d, 2);
                         // GGUF: element e < 16 is qs[e]'s low nibble, e + 16 its high one
-                        put_nibbles(quants + 128 * b, r,
+                        put_nibbles(quants + 256 * b, r,
                                     [&](int32_t e) { return e < 16 ? block.qs[e] & 0xF : block.qs[e - 16] >> 4; });
                         break;
                     }
                     case model::QuantType::q4_k: {
                         model::BlockQ4_K block;
                         std::memcpy(&block, src + sizeof(model::BlockQ4_K) * b, sizeof block);
-                        uint8_t* head = tile + 160 * b;
+                        uint8_t* head = tile + 320 * b;
                         std::memcpy(head + 2 * r, &block.d, 2);
-                        std::memcpy(head + 16 + 2 * r, &block.dmin, 2);
+                        std::memcpy(head + 32 + 2 * r, &block.dmin, 2);
                         for (int32_t j = 0; j < 8; ++j) {
-                            model::q4k_scale_min(j, block.scales, head[32 + 8 * j + r], head[96 + 8 * j + r]);
+                            model::q4k_scale_min(j, block.scales, head[64 + 16 * j + r], head[192 + 16 * j + r]);
                             // GGUF: sub-block j's element l is qs[32(j/2) + l], low nibble for even j
-                            put_nibbles(quants + 1024 * b + 128 * j, r, [&](int32_t l) {
+                            put_nibbles(quants + 2048 * b + 256 * j, r, [&](int32_t l) {
                                 const uint8_t byte = block.qs[32 * (j / 2) + l];
                                 return j % 2 == 0 ? byte & 0xF : byte >> 4;
                             });
@@ -105,15 +102,15 @@ void repack_quant(model::QuantType type, const void* gguf_rows, int32_t rows, in
                     case model::QuantType::q6_k: {
                         model::BlockQ6_K block;
                         std::memcpy(&block, src + sizeof(model::BlockQ6_K) * b, sizeof block);
-                        uint8_t* head = tile + 144 * b;
+                        uint8_t* head = tile + 288 * b;
                         std::memcpy(head + 2 * r, &block.d, 2);
-                        for (int32_t i = 0; i < 16; ++i) head[16 + 8 * i + r] = static_cast<uint8_t>(block.scales[i]);
+                        for (int32_t i = 0; i < 16; ++i) head[32 + 16 * i + r] = static_cast<uint8_t>(block.scales[i]);
                         for (int32_t j = 0; j < 8; ++j) {
-                            uint8_t* qj = quants + 1536 * b + 192 * j;
+                            uint8_t* qj = quants + 3072 * b + 384 * j;
                             put_nibbles(qj, r, [&](int32_t e) { return model::q6k_quant(block, 32 * j + e) & 0xF; });
-                            for (int32_t e = 0; e < 32; ++e) {
+                            for (int32_t e = 0; e < 32; ++e) {  // group g = e/4: vector g/4, bits 2(g%4)
                                 const int high = model::q6k_quant(block, 32 * j + e) >> 4;
-                                qj[128 + 8 * r + e % 8] |= static_cast<uint8_t>(high << (2 * (e / 8)));
+                                qj[256 + 64 * (e / 16) + 4 * r + e % 4] |= static_cast<uint8_t>(high << (2 * (e / 4 % 4)));
                             }
                         }
                         break;

@@ -63,8 +63,8 @@ size_t quant_activation_row_bytes(int32_t k) { return static_cast<size_t>(k / 32
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed) {
     pack_activation_blocks(x, rows, k, ldx, packed, [](const float* x32, QuantActivationBlock& block) {
         quantize_activation_block(x32, 32, block.q, block.d);
-        int32_t sums[2][2] = {};  // [sub-block of 16 (groups 0-1, 2-3)][half]
-        for (int32_t e = 0; e < 32; ++e) sums[e / 16][e % 8 / 4] += block.q[e];
+        int32_t sums[2] = {};  // per sub-block of 16
+        for (int32_t e = 0; e < 32; ++e) sums[e / 16] += block.q[e];
         finish_activation_block(block, sums);
     });
 }

@@ -4,42 +4,43 @@
 // Activations. pack_rows (PackRowsFn) turns each fp32 row of k inputs (k a
 // multiple of 32) into blocks of 32 (QuantActivationBlock): d = amax/127 of
 // that block and q = round-to-nearest-even(x * (127/amax)) (all 0 when
-// amax == 0), with per half h of the block (below) its exact zero-point
-// biases and q4_k's min term -(d * (float)sum_h). A NaN is left out of amax
-// and quantizes to 0. Scalar code (pack_rows_quant) and an AVX2 version
-// (pack_rows_quant_avx2, for every vector path) that gives the same bits.
+// amax == 0), with the block's exact zero-point biases and q4_k's min term
+// -(d * (float)sum). A NaN is left out of amax and quantizes to 0. Scalar
+// code (pack_rows_quant) and an AVX2 version (pack_rows_quant_avx2, for
+// every vector path) that gives the same bits.
 //
 // Weights (WeightMatrix, format q8_0 / q4_0 / q4_k / q6_k, stride == cols,
-// cols a multiple of the block, 32 or 256): in tiles of 8 interleaved rows
-// (quant_blocks.h, built by repack_quant from GGUF rows). The launcher's
-// column ranges start on a multiple of 8 (a tile).
+// cols a multiple of the block, 32 or 256): in tiles of 16 interleaved rows
+// (quant_layout.h, built by repack_quant from GGUF rows). The launcher's
+// column ranges start on a multiple of 16 (a tile).
 //
 // Order, for every output element out[m][n] (the same on every path, for
-// any M, n range and thread count; the paths are bit-identical). "Half" h
-// of a block of 32 is its elements e with (e % 8) / 4 == h.
-//   P[0] = P[1] = +0. For each block b of 32 input elements in order (the
-//   k-quants: block j of super-block s is b = 8s + j):
+// any M, n range and thread count; the paths are bit-identical):
+//   P = +0. For each block b of 32 input elements in order (the k-quants:
+//   block j of super-block s is b = 8s + j):
 //     q8_0, q4_0, q4_k:
-//       i_h = the exact integer sum over half h of wq * xq, wq the signed
-//             weight quant (q8_0: q; q4_0: nibble - 8; q4_k: the nibble
-//             0..15), computed as bias + sum of stored * xq, stored the
-//             unsigned quant (q8_0: q + 128)
-//       sw  = the weight scale, exact in fp32: fp16 d (q8_0, q4_0), or
-//             d*sc of sub-block j (q4_k, an fp16 times a 6-bit integer)
-//       P[h] = fmaf(sw * dx, (float)i_h, P[h])         (sw*dx one rounding)
-//       q4_k only, then: P[h] = fmaf(dmin*m, min_x_h, P[h]), dmin*m exact
-//       and min_x_h = -(dx * (float)sum_h) from the activation block.
+//       i  = the exact integer sum over the block of wq * xq, wq the signed
+//            weight quant (q8_0: q; q4_0: nibble - 8; q4_k: the nibble
+//            0..15), computed as bias + sum of stored * xq, stored the
+//            unsigned quant (q8_0: q + 128)
+//       sw = the weight scale, exact in fp32: fp16 d (q8_0, q4_0), or
+//            d*sc of sub-block j (q4_k, an fp16 times a 6-bit integer)
+//       P  = fmaf(sw * dx, (float)i, P)          (sw*dx one rounding)
+//       q4_k only, then: P = fmaf(dmin*m, min_x, P), dmin*m exact and
+//       min_x = -(dx * (float)sum) from the activation block.
 //     q6_k: for its sub-blocks i = 2j and 2j+1 of 16 (elements 16(i%2).. of
 //       the block), in that order:
-//       i_h = the exact integer sum over half h of the sub-block of
-//             (q - 32) * xq (q the unsigned 6-bit quant)
-//       P[h] = fmaf((d*scale_i) * dx, (float)i_h, P[h])   (d*scale exact)
-//   Finally out = P[0] + P[1].
-// So a tile's 16 lanes are P[h] of its 8 rows (lane 2r + h) and every path
-// runs the same serial chain per lane; no lane tree.
+//       i_s = the exact integer sum over the sub-block of (q - 32) * xq (q
+//             the unsigned 6-bit quant)
+//       P   = fmaf((d*scale_i) * dx, (float)i_s, P)   (d*scale exact)
+//   out = P.
+// So a tile's 16 lanes are its 16 rows and every path runs the same serial
+// chain per lane; no lane tree. One chain step per block and row keeps the
+// float work at a third of an instruction per VPDPBUSD zmm: the integer
+// dots, not the conversions and multiply-adds, set the pace.
 //
 // Paths: scalar (the reference), avx2 (u8 x s8 dot by VPMADDUBSW + VPMADDWD),
-// avx2 with AVX-VNNI (VPDPBUSD ymm, a tile as two ymm of 4 rows), avx512 (BW
+// avx2 with AVX-VNNI (VPDPBUSD ymm, a tile as two ymm of 8 rows), avx512 (BW
 // emulation on zmm) and avx512 with AVX512-VNNI (VPDPBUSD zmm), all from
 // quant_tiled_impl.inc. Every
 // integer partial is exact on all of them: q8_0's q + 128 would overflow
@@ -62,37 +63,34 @@
 
 namespace tf::cpu::kernels {
 
+static_assert(kMatmulColumnGroup % kQuantTileRows == 0, "the launcher hands out whole tiles");
+
 // One activation block of 32 (block b of a row) as the tiled kernels read
-// it, 64 bytes: the same q's and d as the pairs, and per half h (the
-// elements 8g + 4h + i of the block's groups g = 0..3, i = 0..3, whose
-// exact sum is sum_h) the zero-point terms the kernels start their integer
-// sums from, and q4_k's min term.
+// it, 64 bytes: the q's and d, and the zero-point terms the kernels start
+// their integer sums from, and q4_k's min term.
 struct QuantActivationBlock {
     int8_t q[32];
-    // -128 * sum_h (q8_0's weights are stored q + 128; q4_0's, q + 8, take
-    // it shifted right by 4).
-    int32_t bias_q8[2];
-    // q6_k's (stored q, 0..63, for q - 32): -32 * the sum of half h of the
-    // block's 16-element sub-block i (elements 16i..16i+15), at 2i + h.
-    int16_t bias_q6[4];
-    float min_x[2];  // q4_k's min term -(d * (float)sum_h)
+    // -128 * the block's sum of q (q8_0's weights are stored q + 128;
+    // q4_0's, q + 8, take it shifted right by 4).
+    int32_t bias_q8;
+    // q6_k's (stored q, 0..63, for q - 32): -32 * the sum of the block's
+    // 16-element sub-block s (elements 16s..16s+15).
+    int32_t bias_q6[2];
+    float min_x;  // q4_k's min term -(d * (float)sum)
     float d;
-    int32_t unused;
+    int32_t unused[3];
 };
 static_assert(sizeof(QuantActivationBlock) == 64);
 
-// The rest of a block once its q's and d are set, from sums[s][h]: the
-// exact sum of half h of its 16-element sub-block s. One definition for
-// every packing, so they cannot disagree. Internal linkage: it is compiled
-// with and without AVX2 flags, and one TU's copy must never serve another.
-static inline void finish_activation_block(QuantActivationBlock& block, const int32_t (&sums)[2][2]) {
-    for (int32_t h = 0; h < 2; ++h) {
-        const int32_t half = sums[0][h] + sums[1][h];
-        block.bias_q8[h] = -128 * half;
-        // |.| <= 32 * 8 * 127, an int16
-        for (int32_t s = 0; s < 2; ++s) block.bias_q6[2 * s + h] = static_cast<int16_t>(-32 * sums[s][h]);
-        block.min_x[h] = -(block.d * static_cast<float>(half));
-    }
+// The rest of a block once its q's and d are set, from sums[s]: the exact
+// sum of its 16-element sub-block s. One definition for every packing, so
+// they cannot disagree. Internal linkage: it is compiled with and without
+// AVX2 flags, and one TU's copy must never serve another.
+static inline void finish_activation_block(QuantActivationBlock& block, const int32_t (&sums)[2]) {
+    const int32_t sum = sums[0] + sums[1];
+    block.bias_q8 = -128 * sum;
+    for (int32_t s = 0; s < 2; ++s) block.bias_q6[s] = -32 * sums[s];
+    block.min_x = -(block.d * static_cast<float>(sum));
 }
 
 // Each block of `rows` rows of k inputs (ldx apart; k a multiple of 32)
@@ -150,7 +148,7 @@ const QuantKernels& quant_kernels(Isa isa, bool vnni);
 
 // The launcher of matmul.h with the quantized kernel: every job on the M
 // rows of `xs` packed by pack_rows_quant, columns split over threads in
-// whole tiles of 8.
+// whole tiles of 16.
 inline void quant_matmul(const QuantKernels& kernels, ThreadPool& pool, const void* xs, int32_t M,
                          std::initializer_list<MatmulJob> jobs) {
     matmul(kernels.matmul, pool, xs, M, jobs);

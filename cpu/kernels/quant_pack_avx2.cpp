@@ -46,12 +46,11 @@ void quantize_block(const float* x, QuantActivationBlock& block) {
     const __m256i words = _mm256_packs_epi16(_mm256_packs_epi32(q32[0], q32[1]), _mm256_packs_epi32(q32[2], q32[3]));
     const __m256i q = _mm256_permutevar8x32_epi32(words, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.q), q);
-    // Sums of each 4 consecutive q's: quad j is group j / 2, half j % 2,
-    // sub-block of 16 j / 4.
+    // Sums of each 4 consecutive q's: quad j is in sub-block of 16 j / 4.
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
     int32_t quad[8];
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(quad), _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-    const int32_t sums[2][2] = {{quad[0] + quad[2], quad[1] + quad[3]}, {quad[4] + quad[6], quad[5] + quad[7]}};
+    const int32_t sums[2] = {quad[0] + quad[1] + quad[2] + quad[3], quad[4] + quad[5] + quad[6] + quad[7]};
     finish_activation_block(block, sums);
 }
 

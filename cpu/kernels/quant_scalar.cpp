@@ -48,39 +48,21 @@ inline I8 nibbles(const I8& v) {
     for (int i = 0; i < 64; ++i) r.b[i] = static_cast<int8_t>((static_cast<uint8_t>(v.b[i]) >> S) & 0xF);
     return r;
 }
-inline I8 bcast8(const int8_t* p) {
+inline I8 bcast4(const int8_t* p) {
     I8 v;
-    for (int i = 0; i < 64; ++i) v.b[i] = p[i % 8];
+    for (int i = 0; i < 64; ++i) v.b[i] = p[i % 4];
     return v;
 }
-inline I32 bcast_i32x2(const int32_t* p) {
+inline I32 bcast_i32(int32_t x) {
     I32 v;
-    for (int l = 0; l < 16; ++l) v.l[l] = p[l % 2];
-    return v;
-}
-inline V16 bcast_f32x2(const float* p) {
-    V16 v;
-    for (int l = 0; l < 16; ++l) v.lane[l] = p[l % 2];
+    for (int l = 0; l < 16; ++l) v.l[l] = x;
     return v;
 }
 constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
-inline V16 lanes_fp16x8(const uint16_t* p) {
-    uint16_t h[8];
-    std::memcpy(h, p, 16);
+inline V16 lanes_fp16(const uint16_t* p) {
     V16 v;
-    for (int l = 0; l < 16; ++l) v.lane[l] = model::fp16_to_float(h[l / 2]);
-    return v;
-}
-template <int S>
-inline I32 sra(const I32& v) {
-    I32 r;
-    for (int l = 0; l < 16; ++l) r.l[l] = v.l[l] >> S;  // arithmetic (C++20)
-    return r;
-}
-inline I32 bcast_i16x2(const int16_t* p) {
-    I32 v;
-    for (int l = 0; l < 16; ++l) v.l[l] = p[l % 2];
+    for (int l = 0; l < 16; ++l) v.lane[l] = model::fp16_to_float(p[l]);
     return v;
 }
 template <int G>
@@ -90,14 +72,14 @@ inline I8 with_high(const I8& low, const I8& high) {
         r.b[i] = static_cast<int8_t>(low.b[i] | (((static_cast<uint8_t>(high.b[i]) >> (2 * G)) & 3) << 4));
     return r;
 }
-inline V16 lanes_i8x8(const int8_t* p) {
+inline V16 lanes_i8(const int8_t* p) {
     V16 v;
-    for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l / 2]);
+    for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l]);
     return v;
 }
-inline V16 lanes_u8x8(const uint8_t* p) {
+inline V16 lanes_u8(const uint8_t* p) {
     V16 v;
-    for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l / 2]);
+    for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l]);
     return v;
 }
 constexpr int kTiledRows = 2, kTiledTiles = 2;

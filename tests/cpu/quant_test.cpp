@@ -95,36 +95,36 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(model::quant_block_elements(model::QuantType::q6_k), 256);
     EXPECT_EQ(model::quant_row_bytes(model::QuantType::q4_0, 96), 54u);
     EXPECT_EQ(model::quant_row_bytes(model::QuantType::q4_k, 512), 288u);
-    // tiles of 8 rows: a head of scales padded to 64 bytes, then the quants
-    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q8_0, 16, 128), 2u * (64 + 4 * 256));
-    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_0, 9, 96), 2u * (64 + 3 * 128));
-    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_k, 8, 512), 320u + 2 * 1024);
-    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q6_k, 3, 256), 192u + 1536);
+    // tiles of 16 rows: a head of scales padded to 64 bytes, then the quants
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q8_0, 32, 128), 2u * (128 + 4 * 512));
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_0, 17, 96), 2u * (128 + 3 * 256));
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_k, 16, 512), 640u + 2 * 2048);
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q6_k, 3, 256), 320u + 3072);
     EXPECT_EQ(quant_activation_row_bytes(96), 3u * 64);
 }
 
-// quant_blocks.h's tiled layout, spelled out for q8_0 and q4_0: lane 2r + h
-// of group g's vector holds row r's elements 8g + 4h .. 8g + 4h + 3.
-TEST(QuantBlocks, RepackInterleavesEightRowsPerTileAsTheHeaderSays) {
-    const int32_t rows = 11, cols = 64;  // two tiles, the second with 5 padding rows
+// quant_layout.h's tiled layout, spelled out for q8_0 and q4_0: lane r of
+// group g's vector holds row r's elements 4g .. 4g + 3.
+TEST(QuantBlocks, RepackInterleavesSixteenRowsPerTileAsTheHeaderSays) {
+    const int32_t rows = 19, cols = 64;  // two tiles, the second with 13 padding rows
     for (model::QuantType type : {model::QuantType::q8_0, model::QuantType::q4_0}) {
         const QuantMatrix m(type, rows, cols, 5);
         const size_t head = quant_tile_head_bytes(type, cols), tile = quant_tile_bytes(type, cols);
         const size_t block_bytes = model::quant_block_bytes(type), row_bytes = model::quant_row_bytes(type, cols);
-        for (int32_t row = 0; row < 16; ++row) {
-            const uint8_t* t = m.kernel.data() + (row / 8) * tile;
-            const int32_t r = row % 8;
+        for (int32_t row = 0; row < 32; ++row) {
+            const uint8_t* t = m.kernel.data() + (row / 16) * tile;
+            const int32_t r = row % 16;
             for (int32_t b = 0; b < cols / 32; ++b) {
                 uint16_t d;
-                std::memcpy(&d, t + 16 * b + 2 * r, 2);
+                std::memcpy(&d, t + 32 * b + 2 * r, 2);
                 const uint8_t* gguf = m.gguf.data() + row * row_bytes + b * block_bytes;
                 EXPECT_EQ(d, row < rows ? gguf[0] | (gguf[1] << 8) : 0) << row;
                 for (int32_t e = 0; e < 32; ++e) {
                     int stored;
                     if (type == model::QuantType::q8_0) {
-                        stored = t[head + 256 * b + 64 * (e / 8) + 8 * r + e % 8] - 128;
+                        stored = t[head + 512 * b + 64 * (e / 4) + 4 * r + e % 4] - 128;
                     } else {
-                        const uint8_t byte = t[head + 128 * b + 64 * (e % 16 / 8) + 8 * r + e % 8];
+                        const uint8_t byte = t[head + 256 * b + 64 * (e % 16 / 4) + 4 * r + e % 4];
                         stored = (e < 16 ? byte & 0xF : byte >> 4) - 8;
                     }
                     const int want = row >= rows ? (type == model::QuantType::q8_0 ? 0 : -8)
@@ -240,7 +240,7 @@ TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
     }
 }
 
-TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithHalfSums) {
+TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithTheirSums) {
     const int32_t K = 96;  // three blocks, the third all zero
     std::vector<float> x(K, 0.0f);
     for (int32_t i = 0; i < 32; ++i) x[i] = static_cast<float>(i - 16) / 16.0f;  // amax 1 (at -1)
@@ -259,21 +259,19 @@ TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithHalfSums) {
     EXPECT_EQ(blocks[1].q[2], 0);
     EXPECT_EQ(blocks[1].q[3], 2);
     EXPECT_EQ(blocks[1].q[4], 2);
-    // per half (elements 8g + 4h + i) the zero-point biases and q4_k's min term
+    // the zero-point biases (q6_k's per sub-block of 16) and q4_k's min term
     for (int b = 0; b < 3; ++b) {
         const QuantActivationBlock& block = blocks[b];
-        int32_t sum[2][2] = {};  // [sub-block of 16][half]
-        for (int e = 0; e < 32; ++e) sum[e / 16][e % 8 / 4] += block.q[e];
-        for (int h = 0; h < 2; ++h) {
-            EXPECT_EQ(block.bias_q8[h], -128 * (sum[0][h] + sum[1][h]));
-            EXPECT_EQ(block.bias_q6[h], -32 * sum[0][h]);
-            EXPECT_EQ(block.bias_q6[2 + h], -32 * sum[1][h]);
-            EXPECT_EQ(block.min_x[h], -(block.d * static_cast<float>(sum[0][h] + sum[1][h])));
-        }
+        int32_t sum[2] = {};
+        for (int e = 0; e < 32; ++e) sum[e / 16] += block.q[e];
+        EXPECT_EQ(block.bias_q8, -128 * (sum[0] + sum[1]));
+        EXPECT_EQ(block.bias_q6[0], -32 * sum[0]);
+        EXPECT_EQ(block.bias_q6[1], -32 * sum[1]);
+        EXPECT_EQ(block.min_x, -(block.d * static_cast<float>(sum[0] + sum[1])));
     }
     for (int e = 0; e < 32; ++e) EXPECT_EQ(blocks[2].q[e], 0);
     EXPECT_EQ(blocks[2].d, 0.0f);
-    EXPECT_EQ(float_bits(blocks[2].min_x[0]), 0x80000000u);  // -(0 * 0)
+    EXPECT_EQ(float_bits(blocks[2].min_x), 0x80000000u);  // -(0 * 0)
 }
 
 // The AVX2 packing every vector path uses gives the scalar packing's bytes:
@@ -349,10 +347,10 @@ TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
     const int32_t N = 37;
     for (const Shape& shape : kShapes) {
         const QuantMatrix m(shape.type, N, shape.K, 11);
-        for (int32_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
+        for (int32_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 26}) {
             const auto xs = pack(random_floats(static_cast<size_t>(M) * shape.K, 12 + M), M, shape.K);
-            // the launcher's ranges start on a tile of 8; the last tile is partial (N = 37)
-            for (auto [n_begin, n_end] : {std::pair{0, N}, std::pair{8, 30}, std::pair{16, N}, std::pair{0, 8}}) {
+            // the launcher's ranges start on a tile of 16; the last tile is partial (N = 37)
+            for (auto [n_begin, n_end] : {std::pair{0, N}, std::pair{16, 30}, std::pair{32, N}, std::pair{0, 16}}) {
                 const auto reference = run(quant_kernels(Isa::scalar, false), xs, M, m.w, n_begin, n_end);
                 for (const QuantKernels* path : paths)
                     EXPECT_TRUE(testing::bitwise_equal(run(*path, xs, M, m.w, n_begin, n_end), reference))
@@ -374,7 +372,7 @@ TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
             const auto batched = run(*path, xs, M, m.w, 0, N);
             // the same columns in pieces, and through the threaded launcher
             std::vector<float> pieces(batched.size());
-            for (auto [b, e] : {std::pair{0, 8}, std::pair{8, 24}, std::pair{24, 40}, std::pair{40, N}})
+            for (auto [b, e] : {std::pair{0, 16}, std::pair{16, 32}, std::pair{32, N}})
                 path->matmul(xs.data(), M, m.w, b, e, pieces.data(), N);
             EXPECT_TRUE(testing::bitwise_equal(pieces, batched)) << path_name(*path);
             ThreadPool pool(3);
@@ -392,11 +390,83 @@ TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
     }
 }
 
+// quant_matmul.h's order written out in plain C++ from the GGUF blocks and
+// the packed activations, one fmaf chain per output: the scalar path (and
+// so every path) gives exactly these bits.
+float ordered_dot(model::QuantType type, const uint8_t* gguf_row, const QuantActivationBlock* x, int32_t K) {
+    float p = 0.0f;
+    for (int32_t b = 0; b < K / 32; ++b) {
+        const QuantActivationBlock& a = x[b];
+        switch (type) {
+            case model::QuantType::q8_0: {
+                model::BlockQ8_0 w;
+                std::memcpy(&w, gguf_row + sizeof w * b, sizeof w);
+                int32_t i = 0;
+                for (int e = 0; e < 32; ++e) i += w.qs[e] * a.q[e];
+                p = std::fmaf(model::fp16_to_float(w.d) * a.d, static_cast<float>(i), p);
+                break;
+            }
+            case model::QuantType::q4_0: {
+                model::BlockQ4_0 w;
+                std::memcpy(&w, gguf_row + sizeof w * b, sizeof w);
+                int32_t i = 0;
+                for (int e = 0; e < 32; ++e) i += ((e < 16 ? w.qs[e] & 0xF : w.qs[e - 16] >> 4) - 8) * a.q[e];
+                p = std::fmaf(model::fp16_to_float(w.d) * a.d, static_cast<float>(i), p);
+                break;
+            }
+            case model::QuantType::q4_k: {
+                model::BlockQ4_K w;
+                std::memcpy(&w, gguf_row + sizeof w * (b / 8), sizeof w);
+                const int32_t j = b % 8;
+                uint8_t sc, mn;
+                model::q4k_scale_min(j, w.scales, sc, mn);
+                int32_t i = 0;
+                for (int e = 0; e < 32; ++e) {
+                    const uint8_t byte = w.qs[32 * (j / 2) + e];
+                    i += (j % 2 == 0 ? byte & 0xF : byte >> 4) * a.q[e];
+                }
+                p = std::fmaf(model::fp16_to_float(w.d) * sc * a.d, static_cast<float>(i), p);
+                p = std::fmaf(model::fp16_to_float(w.dmin) * mn, a.min_x, p);
+                break;
+            }
+            case model::QuantType::q6_k: {
+                model::BlockQ6_K w;
+                std::memcpy(&w, gguf_row + sizeof w * (b / 8), sizeof w);
+                for (int half = 0; half < 2; ++half) {
+                    const int32_t sub = 2 * (b % 8) + half;  // sub-block of 16 in the super-block
+                    int32_t i = 0;
+                    for (int e = 0; e < 16; ++e) i += (model::q6k_quant(w, 16 * sub + e) - 32) * a.q[16 * half + e];
+                    p = std::fmaf(model::fp16_to_float(w.d) * w.scales[sub] * a.d, static_cast<float>(i), p);
+                }
+                break;
+            }
+        }
+    }
+    return p;
+}
+
+TEST(QuantMatmul, EveryOutputIsTheDocumentedChainOfMultiplyAdds) {
+    const int32_t M = 3, N = 21;
+    for (const Shape& shape : {Shape{model::QuantType::q8_0, 160}, Shape{model::QuantType::q4_0, 96},
+                               Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 512}}) {
+        const QuantMatrix m(shape.type, N, shape.K, 51);
+        const auto xs = pack(random_floats(static_cast<size_t>(M) * shape.K, 52), M, shape.K);
+        const auto ours = run(quant_kernels(Isa::scalar, false), xs, M, m.w, 0, N);
+        const size_t row_bytes = model::quant_row_bytes(shape.type, shape.K);
+        for (int32_t r = 0; r < M; ++r) {
+            const auto* x = reinterpret_cast<const QuantActivationBlock*>(xs.data()) + r * (shape.K / 32);
+            for (int32_t n = 0; n < N; ++n)
+                EXPECT_EQ(float_bits(ours[r * N + n]), float_bits(ordered_dot(shape.type, &m.gguf[n * row_bytes], x, shape.K)))
+                    << model::quant_type_name(shape.type) << " row " << r << " column " << n;
+        }
+    }
+}
+
 // Against sums in double of exactly what the kernel multiplies (the
 // dequantized weights and the dequantized int8 activations): only the fp32
 // rounding of the scales and the accumulation remain.
 TEST(QuantMatmul, IsCloseToTheDoubleReferenceOfItsInputs) {
-    const int32_t N = 29;  // the last tile of 8 rows half padding
+    const int32_t N = 29;  // the last tile of 16 rows partly padding
     for (int32_t M : {1, 6})  // the one-row (decode) kernel and a row pass
         for (const Shape& shape : {Shape{model::QuantType::q8_0, 1056}, Shape{model::QuantType::q4_0, 1056},
                                    Shape{model::QuantType::q4_k, 1024}, Shape{model::QuantType::q6_k, 1024}}) {
