@@ -1,6 +1,7 @@
 #include "engine/context_index.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace tf::engine {
 
@@ -57,6 +58,7 @@ std::vector<TokenId> ContextIndex::continuation(const ContextMatch& match, int32
     // of drafting at most `period` tokens a round.
     const int32_t begin = match.end + 1;
     const int32_t period = size() - begin;
+    assert(period >= 1);  // longest_match never returns the tail itself
     std::vector<TokenId> out;
     out.reserve(static_cast<size_t>(max_tokens));
     for (int32_t i = 0; i < max_tokens; ++i) out.push_back(begin + i < size() ? tokens_[begin + i] : out[i - period]);
