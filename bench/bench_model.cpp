@@ -7,8 +7,12 @@
 // markdown tables that docs/performance.md carries. The kernel path is
 // TF_ISA / TF_ACTIVATIONS / TF_VNNI as for the server.
 //
-//   build/bench-model [--model=DIR] [--quantize=q8_0|q4_0|q4_k|q6_k] [--benchmark_min_time=0.3]
-//                     [--benchmark_filter=...]
+// Contexts past 1024 are made up (CpuBackend::fill_stream_for_benchmark)
+// rather than prefilled, and eight streams run only where their KV fits in
+// kStreamsBudget; --kv-type picks the cache's element type (default f16).
+//
+//   build/bench-model [--model=DIR] [--quantize=q8_0|q4_0|q4_k|q6_k] [--kv-type=f16|bf16|f32]
+//                     [--benchmark_min_time=0.3] [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -33,7 +37,13 @@ using tf::model::Row;
 
 std::string g_model_dir = TF_BENCH_DEFAULT_MODEL;
 std::optional<tf::model::QuantType> g_quantize;  // --quantize=TYPE
+tf::cpu::kernels::KvType g_kv_type = tf::cpu::kernels::kDefaultKvType;  // --kv-type=TYPE
 constexpr int32_t kRowsList[] = {1, 2, 4, 8, 16, 32, 64};
+constexpr int32_t kContexts[] = {0, 1024, 4096, 16384, 32768};
+constexpr int32_t kLongRowsList[] = {1, 4, 16, 64};  // past 1024
+constexpr int32_t kMostPrefilled = 1024;             // longer contexts are made up
+constexpr int32_t kRoomPastContext = 65;             // a round of 64 rows, plus one
+constexpr double kStreamsBudget = 12.0 * (1 << 30);  // bytes of KV the fixture's streams may take
 
 // Runs fn(t, begin, end) for slice t of `threads` slices of [0, n), each
 // on its own thread.
@@ -127,12 +137,20 @@ void read_sum(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(read * sizeof(uint64_t)));
 }
 
-// One backend per thread count, its streams prefilled once per context.
+// One backend per thread count, with streams 0..7 filled once per context
+// (as many as fit kStreamsBudget) and stream 8 free for prefill and decode.
 struct Fixture {
     std::unique_ptr<CpuBackend> backend;
     int32_t context = -1;
+    int32_t streams = 0;  // streams filled to `context`
 };
 std::map<int, Fixture> g_fixtures;
+
+// How many streams of `context` tokens the fixture can hold.
+int32_t streams_that_fit(const CpuBackend& backend, int32_t context) {
+    const double per_stream = static_cast<double>(backend.kv_bytes_per_token()) * (context + kRoomPastContext);
+    return per_stream <= 0 ? 8 : static_cast<int32_t>(std::min(8.0, kStreamsBudget / per_stream));
+}
 
 CpuBackend& backend_for(int threads, int32_t context) {
     Fixture& f = g_fixtures[threads];
@@ -140,15 +158,20 @@ CpuBackend& backend_for(int threads, int32_t context) {
         const tf::cpu::KernelChoice choice = tf::cpu::kernel_choice_from_env();
         tf::cpu::WeightOptions weights;
         weights.quantize = g_quantize;
-        f.backend =
-            tf::cpu::load_cpu_backend(g_model_dir, threads, choice.isa, choice.activations, weights, choice.vnni);
-        for (int s = 0; s < 8; ++s) f.backend->open_stream(s, 1024 + 64 + 1);
+        f.backend = tf::cpu::load_cpu_backend(g_model_dir, threads, choice.isa, choice.activations, weights,
+                                              choice.vnni, g_kv_type);
     }
     if (f.context != context) {
-        for (int s = 0; s < 8; ++s) {
-            // Reopened, not truncated: a recurrent model's stream cannot go back past its last forward.
-            f.backend->close_stream(s);
-            f.backend->open_stream(s, 1024 + 64 + 1);
+        // Reopened, not truncated: a recurrent model's stream cannot go back past its last forward.
+        for (int s = 0; s < f.streams; ++s) f.backend->close_stream(s);
+        f.streams = streams_that_fit(*f.backend, context);
+        const bool made_up = context > kMostPrefilled && !f.backend->config().recurrent();
+        for (int s = 0; s < f.streams; ++s) {
+            f.backend->open_stream(s, std::max(kMostPrefilled, context) + kRoomPastContext);
+            if (made_up) {
+                f.backend->fill_stream_for_benchmark(s, context);
+                continue;
+            }
             std::vector<Row> rows;
             for (int32_t i = 0; i < context; ++i) rows.push_back({s, i, (i * 7919 + s * 31) % 8000 + 1, false});
             std::vector<float> logits;
@@ -170,6 +193,10 @@ void forward(benchmark::State& state) {
     const auto streams = static_cast<int32_t>(state.range(2));
     const auto threads = static_cast<int>(state.range(3));
     CpuBackend& backend = backend_for(threads, context);
+    if (streams > g_fixtures[threads].streams) {
+        state.SkipWithError("the streams' KV does not fit the benchmark's memory budget");
+        return;
+    }
     const int32_t used = std::min(streams, M);
     std::vector<Row> rows;
     for (int32_t s = 0; s < used; ++s) {
@@ -311,9 +338,11 @@ void print_tables(const TableReporter& r) {
     CpuBackend& any = backend_for(1, std::max(0, g_fixtures[1].context));
     const double weight_bytes = static_cast<double>(any.weights().matmul_bytes());
     std::printf("\n## Model: CPU forward -- tables\n\n");
-    std::printf("SIMD path: %s, %s activations; %s. Weights read per forward by the matmuls: %.1f MB.\n\n",
+    std::printf("SIMD path: %s, %s activations; %s. Weights read per forward by the matmuls: %.1f MB. "
+                "KV cache %s, %zu bytes a token.\n\n",
                 tf::cpu::kernels::isa_name(any.isa()), tf::cpu::kernels::activations_name(any.activations()),
-                any.weights().summary().c_str(), weight_bytes / 1e6);
+                any.weights().summary().c_str(), weight_bytes / 1e6, tf::cpu::kernels::kv_type_name(any.kv_type()),
+                any.kv_bytes_per_token());
     std::printf("| read (sum) of | threads | eight parts, GB/s | one stream, GB/s | best | decode roofline tok/s (weights / best) |\n"
                 "|---|---|---|---|---|---|\n");
     for (auto [key, gbs] : read_bandwidth) {
@@ -343,22 +372,29 @@ void print_tables(const TableReporter& r) {
     }
     for (int threads : {1, 2}) {
         std::printf("\n%d thread%s: forward time (ms), tokens/s, cost(M)/cost(1)\n\n", threads, threads > 1 ? "s" : "");
-        std::printf("| M | ctx 0, 1 stream | ctx 0, 8 streams | ctx 1024, 1 stream | ctx 1024, 8 streams |\n|---|---|---|---|---|\n");
+        auto key = [&](int32_t m, int context, int streams) {
+            return "forward/" + std::to_string(m) + "/" + std::to_string(context) + "/" + std::to_string(streams) + "/" +
+                   std::to_string(threads) + "/real_time";
+        };
+        // Only the (context, streams) columns that ran.
+        std::vector<std::pair<int, int>> columns;
+        for (int context : kContexts)
+            for (int streams : {1, 8})
+                if (seconds.count(key(1, context, streams))) columns.emplace_back(context, streams);
+        std::printf("| M |");
+        for (auto [context, streams] : columns) std::printf(" ctx %d, %d stream%s |", context, streams, streams > 1 ? "s" : "");
+        std::printf("\n|---|");
+        for (size_t i = 0; i < columns.size(); ++i) std::printf("---|");
+        std::printf("\n");
         for (int32_t M : kRowsList) {
             std::printf("| %d |", M);
-            for (int context : {0, 1024}) {
-                for (int streams : {1, 8}) {
-                    auto key = [&](int32_t m) {
-                        return "forward/" + std::to_string(m) + "/" + std::to_string(context) + "/" + std::to_string(streams) +
-                               "/" + std::to_string(threads) + "/real_time";
-                    };
-                    auto it = seconds.find(key(M)), one = seconds.find(key(1));
-                    if (it == seconds.end() || one == seconds.end()) {
-                        std::printf(" - |");
-                        continue;
-                    }
-                    std::printf(" %.2f ms, %.0f tok/s, %.2fx |", it->second * 1e3, M / it->second, it->second / one->second);
+            for (auto [context, streams] : columns) {
+                auto it = seconds.find(key(M, context, streams)), one = seconds.find(key(1, context, streams));
+                if (it == seconds.end() || one == seconds.end()) {
+                    std::printf(" - |");
+                    continue;
                 }
+                std::printf(" %.2f ms, %.0f tok/s, %.2fx |", it->second * 1e3, M / it->second, it->second / one->second);
             }
             std::printf("\n");
         }
@@ -374,6 +410,8 @@ int main(int argc, char** argv) {
             g_model_dir = argv[i] + 8;
         } else if (std::strncmp(argv[i], "--quantize=", 11) == 0) {
             g_quantize = tf::model::parse_quant_type(argv[i] + 11);
+        } else if (std::strncmp(argv[i], "--kv-type=", 10) == 0) {
+            g_kv_type = tf::cpu::kernels::parse_kv_type(argv[i] + 10);
         } else {
             args.push_back(argv[i]);
         }
@@ -393,9 +431,10 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark("decode", decode)->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
     }
     for (int threads : {1, 2}) {
-        for (int context : {0, 1024}) {
+        for (int context : kContexts) {
             for (int streams : {1, 8}) {
-                for (int32_t M : kRowsList) {
+                for (int32_t M : context > kMostPrefilled ? std::vector<int32_t>(std::begin(kLongRowsList), std::end(kLongRowsList))
+                                                          : std::vector<int32_t>(std::begin(kRowsList), std::end(kRowsList))) {
                     benchmark::RegisterBenchmark("forward", forward)
                         ->Args({M, context, streams, threads})
                         ->UseRealTime()

@@ -1,10 +1,12 @@
 // bench-numerics: what each weight format costs in accuracy, on the greedy
 // cases of a Hugging Face oracle file (prompt ids and the greedy ids
 // transformers wrote after them). For bf16 weights on the f32 and bf16
-// activation paths and for every --quantize format it reports:
+// activation paths, for every --quantize format and for every KV cache
+// type (--kv-type) it reports:
 //   - how many cases it decodes greedily to the oracle's very ids, and for
 //     each case that leaves them, the first token where it does, with the
-//     oracle's top-2 margin there when the file has it;
+//     reference's margin there: its logit of the oracle's id less its logit
+//     of the id this variant chose (a near tie when small);
 //   - the largest logit error against the f32 path (bf16 weights, f32
 //     activations), over every position of every case with the oracle's ids
 //     fed in (so both see the same text): max |ours - f32| at a position,
@@ -92,6 +94,7 @@ struct Variant {
     std::string weights, path;
     kernels::Activations activations;
     std::optional<model::QuantType> quantize;
+    kernels::KvType kv = kernels::KvType::f32;
 };
 
 }  // namespace
@@ -116,25 +119,34 @@ int main(int argc, char** argv) {
         const kernels::Isa isa = kernels::best_isa();
         // The f32 reference needs an f32 path: avx512-bf16 computes in bf16 only.
         const kernels::Isa f32_isa = isa == kernels::Isa::avx512_bf16 ? kernels::Isa::avx512 : isa;
-        std::vector<Variant> variants = {{"bf16", kernels::isa_name(f32_isa), kernels::Activations::f32, std::nullopt}};
-        if (kernels::default_activations(isa) == kernels::Activations::bf16)
-            variants.push_back({"bf16", std::string(kernels::isa_name(isa)) + ", bf16 activations", kernels::Activations::bf16,
-                                std::nullopt});
+        // The first variant is the reference: f32 activations, f32 KV.
+        std::vector<Variant> variants;
+        for (kernels::KvType kv : {kernels::KvType::f32, kernels::KvType::f16, kernels::KvType::bf16})
+            variants.push_back({"bf16", kernels::isa_name(f32_isa), kernels::Activations::f32, std::nullopt, kv});
+        if (kernels::default_activations(isa) == kernels::Activations::bf16) {
+            for (kernels::KvType kv : {kernels::KvType::f32, kernels::KvType::f16, kernels::KvType::bf16})
+                variants.push_back({"bf16", std::string(kernels::isa_name(isa)) + ", bf16 activations",
+                                    kernels::Activations::bf16, std::nullopt, kv});
+        }
         for (auto type :
-             {model::QuantType::q8_0, model::QuantType::q6_k, model::QuantType::q4_k, model::QuantType::q4_0})
-            variants.push_back({model::quant_type_name(type),
-                                std::string(kernels::isa_name(isa)) + ", int8 activations",
-                                kernels::default_activations(isa), type});
+             {model::QuantType::q8_0, model::QuantType::q6_k, model::QuantType::q4_k, model::QuantType::q4_0}) {
+            for (kernels::KvType kv : {kernels::KvType::f32, kernels::kDefaultKvType})
+                variants.push_back({model::quant_type_name(type),
+                                    std::string(kernels::isa_name(isa)) + ", int8 activations",
+                                    kernels::default_activations(isa), type, kv});
+        }
 
         std::vector<std::vector<float>> reference;
         std::printf("Model %s, oracle %s: %zu greedy cases.\n\n", model.c_str(), oracle.c_str(), cases.size());
-        std::printf("| weights | kernels | cases kept whole | cases that leave the oracle: at token (of) | largest logit error vs f32 path |\n"
-                    "|---|---|---|---|---|\n");
+        std::printf("| weights | kernels | KV cache | cases kept whole | cases that leave the oracle: at token (of), "
+                    "the reference's margin there | largest logit error vs f32 path |\n"
+                    "|---|---|---|---|---|---|\n");
         for (const Variant& v : variants) {
             tf::cpu::WeightOptions options;
             options.quantize = v.quantize;
             const kernels::Isa run_isa = v.quantize || v.activations == kernels::Activations::bf16 ? isa : f32_isa;
-            auto backend = tf::cpu::load_cpu_backend(model, threads, run_isa, v.activations, options);
+            auto backend = tf::cpu::load_cpu_backend(model, threads, run_isa, v.activations, options,
+                                                     kernels::quant_vnni_supported(run_isa), v.kv);
             const int32_t vocab = backend->config().vocab_size;
             int kept = 0;
             std::string lost;
@@ -143,15 +155,20 @@ int main(int argc, char** argv) {
                 const auto ids = greedy(*backend, cases[c].prompt, cases[c].greedy.size());
                 size_t same = 0;
                 while (same < ids.size() && ids[same] == cases[c].greedy[same]) ++same;
-                if (same == ids.size()) {
-                    ++kept;
-                } else {
-                    lost += (lost.empty() ? "" : ", ") + std::string("case ") + std::to_string(c + 1) + ": " +
-                            std::to_string(same + 1) + " (" + std::to_string(ids.size()) + ")";
-                }
                 const auto logits = forced_logits(*backend, cases[c]);
                 if (reference.size() <= c) reference.push_back(logits);  // the first variant is the f32 path
                 const auto& ref = reference[c];
+                if (same == ids.size()) {
+                    ++kept;
+                } else {
+                    // Both saw the same text up to here, so the reference's
+                    // logits at this token are comparable.
+                    const float* at = ref.data() + same * vocab;
+                    char margin[64];
+                    std::snprintf(margin, sizeof margin, ", margin %.3f", at[cases[c].greedy[same]] - at[ids[same]]);
+                    lost += (lost.empty() ? "" : "; ") + std::string("case ") + std::to_string(c + 1) + ": " +
+                            std::to_string(same + 1) + " (" + std::to_string(ids.size()) + ")" + margin;
+                }
                 for (size_t at = 0; at + vocab <= logits.size(); at += vocab) {
                     double error = 0, scale = 0;
                     for (int32_t i = 0; i < vocab; ++i) {
@@ -161,8 +178,9 @@ int main(int argc, char** argv) {
                     worst = std::max(worst, scale > 0 ? error / scale : 0.0);
                 }
             }
-            std::printf("| %s | %s | %d of %zu | %s | %.2f%% |\n", v.weights.c_str(), v.path.c_str(), kept, cases.size(),
-                        lost.empty() ? "none" : lost.c_str(), 100 * worst);
+            std::printf("| %s | %s | %s | %d of %zu | %s | %.2f%% |\n", v.weights.c_str(), v.path.c_str(),
+                        kernels::kv_type_name(v.kv), kept, cases.size(), lost.empty() ? "none" : lost.c_str(),
+                        100 * worst);
             std::fflush(stdout);
         }
         return 0;

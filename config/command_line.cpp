@@ -62,6 +62,16 @@ void add_quantize(CLI::App& command, std::string& quantize) {
         ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k", "q6_k"}));
 }
 
+// --kv-type, for serve and generate: checked here, before anything is
+// loaded (cpu/kernels/kv_format.h parses the names again).
+void add_kv_type(CLI::App& command, std::string& kv_type) {
+    command
+        .add_option("--kv-type", kv_type,
+                    "What the KV cache stores on the CPU backend: f16 (default, 2 bytes an element), bf16, or f32 "
+                    "(4 bytes, as the model computes). The CUDA backend stores bf16")
+        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+}
+
 // MODEL: a directory (Hugging Face, or one holding a GGUF model) or a .gguf
 // file; anything else is refused before a byte of it is read.
 CLI::Validator model_path() {
@@ -107,6 +117,7 @@ CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
     add_quantize(*serve, c.quantize);
+    add_kv_type(*serve, c.kv_type);
     serve->add_option("--device", f.device, "Backend: auto (CUDA when a GPU is present), cpu or cuda")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
@@ -156,6 +167,10 @@ std::string finish_serve(ServerConfig& c, const ServeFlags& f, const std::string
     if (!c.quantize.empty() && c.device == Device::cuda) {
         return "--quantize " + c.quantize + ": the CUDA backend holds bf16 weights; quantized weights run on the CPU "
                "backend (--device cpu, or auto, which --quantize keeps on the CPU)";
+    }
+    if (!c.kv_type.empty() && c.kv_type != "bf16" && c.device == Device::cuda) {
+        return "--kv-type " + c.kv_type + ": the CUDA backend's KV cache is bf16; f32 and f16 caches run on the CPU "
+               "backend (--device cpu, or auto, which --kv-type keeps on the CPU)";
     }
 
     if (!f.model.empty()) {
@@ -207,6 +222,7 @@ CLI::App* add_generate(CLI::App& app, GenerateOptions& g, GenerateFlags& f) {
         ->capture_default_str();
     generate->add_option("--threads", g.threads, "CPU threads (0: every core)")->capture_default_str()->check(CLI::Range(0, 1024));
     add_quantize(*generate, g.quantize);
+    add_kv_type(*generate, g.kv_type);
     generate->add_flag("--ignore-eos", g.ignore_eos, "Keep generating past the model's end-of-sequence ids");
     generate->add_flag("--json", g.json, "Print {\"ids\": [...]} instead of comma-separated ids");
     generate->add_flag("--timings", g.timings,

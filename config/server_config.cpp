@@ -35,6 +35,7 @@ std::string describe(const ServerConfig& c) {
         << "threads: " << (c.threads == 0 ? std::string("all cores") : std::to_string(c.threads)) << "\n"
         << "device: " << to_string(c.device) << "\n"
         << "quantize: " << (c.quantize.empty() ? std::string("none") : c.quantize) << "\n"
+        << "kv type: " << (c.kv_type.empty() ? std::string("backend default") : c.kv_type) << "\n"
         << "gpu memory fraction: " << c.gpu_memory_fraction << "\n"
         << "draft tokens: " << c.draft_tokens << "\n"
         << "log level: " << c.log_level << "\n";

@@ -40,11 +40,12 @@ CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::I
     : CpuBackend(std::move(weights), threads, isa, activations, kernels::quant_vnni_supported(isa)) {}
 
 CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa,
-                       kernels::Activations activations, bool vnni)
+                       kernels::Activations activations, bool vnni, kernels::KvType kv_type)
     : weights_(std::move(weights)),
       kernels_(&kernels::kernel_table(isa, activations)),
       quant_(&kernels::quant_kernels(isa, vnni)),
-      pool_(threads) {
+      pool_(threads),
+      kv_type_(kv_type) {
     const model::ModelConfig& c = weights_->config();
     if (c.attention_layer_count() > 0 && !supported_head_dim(c.head_dim)) {
         throw model::LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
@@ -55,6 +56,11 @@ CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::I
         kv_layer_.push_back(c.has_attention(layer) ? kv++ : -1);
         mamba_layer_.push_back(c.layer_kind(layer) == model::LayerKind::mamba ? mamba++ : -1);
     }
+}
+
+size_t CpuBackend::kv_bytes_per_token() const {
+    const model::ModelConfig& c = config();
+    return KvCache::bytes_per_token(c.attention_layer_count(), c.num_kv_heads, c.head_dim, kv_type_);
 }
 
 KvCache& CpuBackend::cache(model::StreamId stream) {
@@ -75,7 +81,7 @@ void CpuBackend::open_stream(model::StreamId stream, int32_t capacity) {
     const model::ModelConfig& c = config();
     // Only attention layers have K/V; the cache's length is the stream's either way.
     streams_.emplace(stream,
-                     std::make_unique<KvCache>(c.attention_layer_count(), c.num_kv_heads, c.head_dim, capacity));
+                     std::make_unique<KvCache>(c.attention_layer_count(), c.num_kv_heads, c.head_dim, capacity, kv_type_));
     if (c.recurrent()) {
         recurrent_.emplace(stream, std::make_unique<RecurrentState>(c.mamba, c.mamba_layer_count()));
     }
@@ -170,6 +176,35 @@ bool CpuBackend::move_prefix(model::StreamId from, model::StreamId to, int32_t l
     target->second->set_length(length);
     source->second->set_length(0);
     return true;
+}
+
+void CpuBackend::fill_stream_for_benchmark(model::StreamId stream, int32_t length) {
+    const model::ModelConfig& c = config();
+    KvCache& kv = cache(stream);
+    if (c.recurrent()) throw std::invalid_argument("fill_stream_for_benchmark: a recurrent model's state cannot be made up");
+    if (kv.length() != 0 || length < 0 || length > kv.capacity()) {
+        throw std::invalid_argument("fill_stream_for_benchmark: stream " + std::to_string(stream) + " holds " +
+                                    std::to_string(kv.length()) + " of " + std::to_string(kv.capacity()) +
+                                    " positions; asked for " + std::to_string(length));
+    }
+    // One table of values in [-1, 1); each position takes a window of it
+    // from its own offset.
+    const int32_t kv_dim = c.num_kv_heads * c.head_dim, period = 4093;
+    std::vector<float> table(static_cast<size_t>(period + 2 * kv_dim));
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(stream);
+    for (float& t : table) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        t = static_cast<float>(static_cast<int32_t>(x >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+    }
+    pool_.parallel_for(length, [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+            for (int32_t layer = 0; layer < c.attention_layer_count(); ++layer) {
+                const float* k = table.data() + (p * 613 + layer * 89) % period;
+                kv.write(layer, static_cast<int32_t>(p), k, k + kv_dim);
+            }
+        }
+    });
+    kv.set_length(length);
 }
 
 void CpuBackend::check_rows(std::span<const model::Row> rows, size_t samplers) {
@@ -371,7 +406,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
         }
     });
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    kernels::attention(*kernels_, pool_, q_.data(), M, attention_rows_.data(), c.num_heads, c.num_kv_heads, head_dim,
+    kernels::attention(*kernels_, kv_type_, pool_, q_.data(), M, attention_rows_.data(), c.num_heads, c.num_kv_heads, head_dim,
                        scale, attn_.data(), attention_scratch_);
 
     grow_packed(M, l.wo);
@@ -434,8 +469,8 @@ std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads
 
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
                                              kernels::Activations activations, const WeightOptions& weights,
-                                             bool vnni) {
-    return std::make_unique<CpuBackend>(Weights::load(dir, weights), threads, isa, activations, vnni);
+                                             bool vnni, kernels::KvType kv_type) {
+    return std::make_unique<CpuBackend>(Weights::load(dir, weights), threads, isa, activations, vnni, kv_type);
 }
 
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa) {
@@ -460,9 +495,10 @@ KernelChoice kernel_choice_from_env() {
     return choice;
 }
 
-std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights) {
+std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads, const WeightOptions& weights,
+                                                 kernels::KvType kv_type) {
     const KernelChoice choice = kernel_choice_from_env();  // before any weight is read
-    return load_cpu_backend(dir, threads, choice.isa, choice.activations, weights, choice.vnni);
+    return load_cpu_backend(dir, threads, choice.isa, choice.activations, weights, choice.vnni, kv_type);
 }
 
 }  // namespace tf::cpu

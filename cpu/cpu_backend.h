@@ -42,9 +42,10 @@ public:
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa);
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa, kernels::Activations activations);
     // vnni: whether quantized weights use the int8 dot product (false on a
-    // CPU without it; kernels::parse_vnni).
+    // CPU without it; kernels::parse_vnni). kv_type: what every stream's KV
+    // cache stores (kv_format.h).
     CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::Isa isa, kernels::Activations activations,
-               bool vnni);
+               bool vnni, kernels::KvType kv_type = kernels::kDefaultKvType);
 
     const model::ModelConfig& config() const override { return weights_->config(); }
     void open_stream(model::StreamId stream, int32_t capacity) override;
@@ -61,10 +62,21 @@ public:
                  model::RowOutputs& out) override;
     using model::Backend::forward;
 
+    // Benchmarks only: `stream` (open, empty) := `length` positions of
+    // made-up keys and values, finite and of the size real ones have, as if
+    // a prompt that long had been read, without running the model (a 32k
+    // context is minutes of prefill; attention's cost does not depend on
+    // what the keys say). Throws for a model with recurrent layers, whose
+    // state cannot be made up.
+    void fill_stream_for_benchmark(model::StreamId stream, int32_t length);
+
     kernels::Isa isa() const { return kernels_->isa; }
     // Whether the quantized kernels use VPDPBUSD (only quantized weights use them).
     bool int8_dot_product() const { return quant_->vnni; }
     kernels::Activations activations() const { return kernels_->activations; }
+    kernels::KvType kv_type() const { return kv_type_; }
+    // Bytes of KV one position of a stream takes (0 for a model without attention layers).
+    size_t kv_bytes_per_token() const;
     int threads() const { return pool_.size(); }
     const Weights& weights() const { return *weights_; }
 
@@ -102,6 +114,7 @@ private:
     const kernels::KernelTable* kernels_;
     const kernels::QuantKernels* quant_;
     ThreadPool pool_;
+    kernels::KvType kv_type_;
     std::vector<float> inv_freq_;
     std::unordered_map<model::StreamId, std::unique_ptr<KvCache>> streams_;
     // Streams' Mamba2 states, when the model has Mamba layers.
@@ -141,11 +154,13 @@ KernelChoice kernel_choice_from_env();
 // `weights` may ask for quantized weights (Weights::load). Throws LoadError,
 // or std::invalid_argument for a path this CPU lacks.
 std::unique_ptr<model::Backend> load_cpu_backend(const std::string& dir, int threads,
-                                                 const WeightOptions& weights = {});
+                                                 const WeightOptions& weights = {},
+                                                 kernels::KvType kv_type = kernels::kDefaultKvType);
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa);
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
                                              kernels::Activations activations, const WeightOptions& weights = {});
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,
-                                             kernels::Activations activations, const WeightOptions& weights, bool vnni);
+                                             kernels::Activations activations, const WeightOptions& weights, bool vnni,
+                                             kernels::KvType kv_type = kernels::kDefaultKvType);
 
 }  // namespace tf::cpu

@@ -52,8 +52,14 @@ RequestTimings::Snapshot RequestTimings::snapshot() const {
 }
 
 std::string render_metrics(const actors::ServiceMetrics& service, const actors::RecallReport& recall,
-                           const RequestTimings::Snapshot& timings) {
+                           const RequestTimings::Snapshot& timings, const ServedFacts& facts) {
     MetricsText m;
+    if (!facts.kv_type.empty()) {
+        m.gauge("tensorfold_kv_cache_info", "The KV cache's element type (--kv-type), as a label; always 1.", 1,
+                {{"type", facts.kv_type}});
+        m.gauge("tensorfold_kv_cache_bytes_per_token", "Bytes of KV cache one token of a stream takes.",
+                d(facts.kv_bytes_per_token));
+    }
     const recall::RecordStats& s = recall.stats;
     const recall::RecallState current = recall.enabled ? s.state : recall::RecallState::off;
     for (recall::RecallState state : kStates) {

@@ -40,8 +40,14 @@ private:
     Snapshot histograms_;
 };
 
+// What the server was started with, reported beside the counters.
+struct ServedFacts {
+    std::string kv_type;             // the KV cache's element type ("f16", ...); empty: not reported
+    int64_t kv_bytes_per_token = 0;  // one position's keys and values, every layer
+};
+
 // The whole /metrics page from one moment's snapshots. Pure.
 std::string render_metrics(const actors::ServiceMetrics& service, const actors::RecallReport& recall,
-                           const RequestTimings::Snapshot& timings);
+                           const RequestTimings::Snapshot& timings, const ServedFacts& facts = {});
 
 }  // namespace tf::http

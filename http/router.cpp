@@ -95,7 +95,7 @@ void Router::models(const std::shared_ptr<Responder>& responder) const {
 void Router::metrics(const std::shared_ptr<Responder>& responder) {
     const actors::ServiceMetrics service = service_.metrics();
     const actors::RecallReport recall = service_.recall_report();
-    responder->respond(200, MetricsText::kContentType, render_metrics(service, recall, timings_.snapshot()));
+    responder->respond(200, MetricsText::kContentType, render_metrics(service, recall, timings_.snapshot(), options_.facts));
 }
 
 void Router::get_recall(const std::shared_ptr<Responder>& responder) {

@@ -41,6 +41,7 @@ struct RouterOptions {
     std::vector<int32_t> eos_token_ids;   // end every reply (ModelConfig::eos_token_ids)
     int64_t created = 0;                  // Unix seconds the server started (GET /v1/models)
     int retry_after_seconds = 1;          // 503's Retry-After when the service is full
+    ServedFacts facts;                    // reported on /metrics
 };
 
 class Router {

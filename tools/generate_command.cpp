@@ -42,7 +42,9 @@ int generate_command(const config::GenerateOptions& options) {
         cpu::WeightOptions weight_options;
         if (!options.quantize.empty()) weight_options.quantize = model::parse_quant_type(options.quantize);
         weight_options.progress = [](const std::string& line) { std::fprintf(stderr, "tensorfold generate: %s\n", line.c_str()); };
-        auto backend = cpu::load_cpu_backend(options.model_dir, options.threads, weight_options);
+        const cpu::kernels::KvType kv_type =
+            options.kv_type.empty() ? cpu::kernels::kDefaultKvType : cpu::kernels::parse_kv_type(options.kv_type);
+        auto backend = cpu::load_cpu_backend(options.model_dir, options.threads, weight_options, kv_type);
         const model::ModelConfig& config = backend->config();
         for (int32_t id : prompt_ids) {
             if (id >= config.vocab_size) {

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,10 @@ namespace {
 // Rows of the start-up cost measurement: the longest copy worth verifying
 // on a CPU is well under this.
 constexpr int32_t kCostCurveRows = 32;
+// The CPU prompt cache's budget: 8 GiB of KV (74k tokens of a Qwen3-0.6B
+// shape in f16), and never more tokens than its lookups should scan.
+constexpr uint64_t kPromptCacheBytes = uint64_t{8} << 30;
+constexpr int64_t kPromptCacheMostTokens = int64_t{1} << 22;
 
 struct ServeError : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -144,6 +149,10 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     if (config.device == config::Device::automatic && device.device == config::Device::cuda && !config.quantize.empty()) {
         device = {config::Device::cpu, "--quantize " + config.quantize + " runs on the CPU backend"};
     }
+    if (config.device == config::Device::automatic && device.device == config::Device::cuda && !config.kv_type.empty() &&
+        config.kv_type != "bf16") {
+        device = {config::Device::cpu, "--kv-type " + config.kv_type + " runs on the CPU backend"};
+    }
     if (gguf && device.device == config::Device::cuda) {
         if (config.device == config::Device::cuda) {
             throw ServeError(*gguf + ": GGUF models run on the CPU backend (the CUDA backend reads Hugging Face "
@@ -177,7 +186,9 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         cpu::WeightOptions weight_options;
         if (!config.quantize.empty()) weight_options.quantize = model::parse_quant_type(config.quantize);
         weight_options.progress = [](const std::string& line) { std::fprintf(stderr, "tensorfold serve: %s\n", line.c_str()); };
-        backend = cpu::load_cpu_backend(config.model_dir, config.threads, weight_options);
+        const cpu::kernels::KvType kv_type =
+            config.kv_type.empty() ? cpu::kernels::kDefaultKvType : cpu::kernels::parse_kv_type(config.kv_type);
+        backend = cpu::load_cpu_backend(config.model_dir, config.threads, weight_options, kv_type);
     }
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
@@ -187,6 +198,16 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         throw ServeError("--ctx-size " + std::to_string(ctx_size) + " is more than the model's max_position_embeddings (" +
                          std::to_string(model_config.max_position_embeddings) + ")");
     }
+    const auto* cpu_backend = dynamic_cast<const cpu::CpuBackend*>(backend.get());
+    // The CUDA backend's cache is bf16 (gpu/kv_blocks.h).
+    const std::string kv_type = cpu_backend ? cpu::kernels::kv_type_name(cpu_backend->kv_type()) : "bf16";
+    const size_t kv_bytes_per_token =
+        cpu_backend ? cpu_backend->kv_bytes_per_token()
+                    : cpu::KvCache::bytes_per_token(model_config.attention_layer_count(), model_config.num_kv_heads,
+                                                    model_config.head_dim, cpu::kernels::KvType::bf16);
+    const std::string kv_text =
+        fmt::format("KV cache {}, {} bytes a token ({:.2f} GiB for a stream of {} tokens)", kv_type, kv_bytes_per_token,
+                    static_cast<double>(kv_bytes_per_token) * ctx_size / static_cast<double>(1ull << 30), ctx_size);
     const auto cost_start = std::chrono::steady_clock::now();
     engine::CalibrationOptions calibration_options;
     calibration_options.max_rows = kCostCurveRows;
@@ -197,7 +218,14 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     // On a GPU the KV cache is one pool the weights left room for: every
     // stream may grow to its context, and the prompt cache keeps its share.
     int max_streams = config.max_streams;
+    // On the CPU the prompt cache keeps finished streams' KV up to a budget
+    // in bytes, so a smaller KV type keeps more tokens; always at least one
+    // whole context, so a conversation as long as the context resumes.
     int64_t prompt_cache_tokens = engine::EngineOptions{}.prompt_cache_tokens;
+    if (cpu_backend && kv_bytes_per_token > 0) {
+        prompt_cache_tokens = std::max<int64_t>(
+            ctx_size, std::min<int64_t>(static_cast<int64_t>(kPromptCacheBytes / kv_bytes_per_token), kPromptCacheMostTokens));
+    }
     if (device.device == config::Device::cuda) {
         prompt_cache_tokens = std::min<int64_t>(prompt_cache_tokens, cuda.kv_tokens / 4);
         const int64_t fit = (cuda.kv_tokens - prompt_cache_tokens) / ctx_size;
@@ -213,7 +241,6 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
         }
     }
 
-    const auto* cpu_backend = dynamic_cast<const cpu::CpuBackend*>(backend.get());
     const int threads = cpu_backend ? cpu_backend->threads() : config.threads;
     std::string device_text;
     if (device.device == config::Device::cuda) {
@@ -233,9 +260,10 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     // The load time includes tiling (or quantizing) the matrices, which the
     // weights' summary states apart.
     spdlog::info("tensorfold serve: model {} ({}, {}), {}, weights loaded in {:.0f} ms, "
-                 "{} threads, context {} tokens, {} streams, cost curve measured in {:.0f} ms ({}); recall: {}",
+                 "{} threads, context {} tokens, {}, {} streams, prompt cache {} tokens, cost curve measured in "
+                 "{:.0f} ms ({}); recall: {}",
                  model_name, gguf ? model_config.architecture + " from GGUF" : joined(arch), config.model_dir,
-                 device_text, load_ms, threads, ctx_size, max_streams, cost_ms, calibration.summary(), record ? record->summary() : std::string("off"));
+                 device_text, load_ms, threads, ctx_size, kv_text, max_streams, prompt_cache_tokens, cost_ms, calibration.summary(), record ? record->summary() : std::string("off"));
 
     actors::ActorServiceOptions options;
     options.backend = backend.get();
@@ -256,6 +284,8 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     router_options.vocab_size = std::min(static_cast<uint32_t>(model_config.vocab_size), tokenizer.vocab_size());
     router_options.eos_token_ids = model_config.eos_token_ids;
     router_options.created = static_cast<int64_t>(std::time(nullptr));
+    router_options.facts.kv_type = kv_type;
+    router_options.facts.kv_bytes_per_token = static_cast<int64_t>(kv_bytes_per_token);
     http::Router router(*service, tokenizer, router_options);
     router_ready = &router;
 

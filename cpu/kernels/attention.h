@@ -25,13 +25,15 @@ namespace tf::cpu::kernels {
 // kernels
 
 // Tests call the path's kernel through these: `heads` query heads of one
-// row (q and out head after head) over keys first..last.
-inline void attention_heads(Isa isa, const float* q, int32_t heads, const float* keys, const float* values,
-                            int32_t first, int32_t last, int32_t head_dim, float scale, float* out) {
+// row (q and out head after head) over keys first..last of a cache of
+// element type `kv`.
+inline void attention_heads(Isa isa, const float* q, int32_t heads, const void* keys, const void* values,
+                            int32_t first, int32_t last, int32_t head_dim, float scale, float* out,
+                            KvType kv = KvType::f32) {
     std::vector<AttentionQuery> queries;
     for (int32_t h = 0; h < heads; ++h) queries.push_back({q + h * head_dim, out + h * head_dim, last});
     std::vector<float> scratch(attention_scratch_floats(heads, last, head_dim));
-    kernel_table(isa).attention(queries.data(), heads, keys, values, first, head_dim, scale, scratch.data());
+    kernel_table(isa).attention(kv)(queries.data(), heads, keys, values, first, head_dim, scale, scratch.data());
 }
 inline void exp16_values(Isa isa, const float* x, size_t n, float* out) { kernel_table(isa).exp16_values(x, n, out); }
 
@@ -60,12 +62,13 @@ inline void attention_head_reference(const float* q, const float* keys, const fl
 // launchers
 
 // Where one row's keys and values are (kv_cache.h): kv head h's keys at
-// keys + h * head_stride, in blocks of 16 positions [head_dim][16]; its
-// values at values + h * head_stride, position j at + j * head_dim.
+// keys + h * head_stride bytes, in blocks of 16 positions [head_dim][16];
+// its values at values + h * head_stride, position j at + j * head_dim
+// elements.
 struct AttentionRow {
-    const float* keys = nullptr;
-    const float* values = nullptr;
-    size_t head_stride = 0;
+    const char* keys = nullptr;
+    const char* values = nullptr;
+    size_t head_stride = 0;  // bytes
     int32_t first = 0;  // first key attended (0, or later with a sliding window)
     int32_t last = 0;   // the row's own position
 };
@@ -79,7 +82,8 @@ struct AttentionScratch {
     std::vector<std::vector<float>> buffers;  // one per range of units a thread runs
 };
 
-// q: M rows of num_heads * head_dim; out likewise.
+// q: M rows of num_heads * head_dim; out likewise. Every row's cache holds
+// elements of type `kv`.
 //
 // A unit is some rows of one stream (a piece) and some query heads of one
 // kv head: its query vectors read that kv head's keys and values once
@@ -89,10 +93,11 @@ struct AttentionScratch {
 // even one-row pieces leave threads idle. A vector's bits do not depend on
 // the vectors it runs with, so these choices may follow M and the thread
 // count.
-inline void attention(const KernelTable& kernels, ThreadPool& pool, const float* q, int32_t M, const AttentionRow* rows,
-                      int32_t num_heads, int32_t num_kv_heads, int32_t head_dim, float scale, float* out,
-                      AttentionScratch& scratch) {
+inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& pool, const float* q, int32_t M,
+                      const AttentionRow* rows, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim, float scale,
+                      float* out, AttentionScratch& scratch) {
     assert(head_dim % 16 == 0 && num_heads % num_kv_heads == 0);
+    const AttentionFn kernel = kernels.attention(kv_type);
     const int32_t group = num_heads / num_kv_heads;
     const int32_t rows_max = std::max<int32_t>(1, kAttentionMaxQueries / std::min(group, kAttentionMaxQueries));
     const int64_t pieces_wanted = (pool.size() + num_kv_heads - 1) / num_kv_heads;
@@ -137,8 +142,7 @@ inline void attention(const KernelTable& kernels, ThreadPool& pool, const float*
             if (buffer.size() < needed) buffer.resize(needed);
             const AttentionRow& row = rows[piece.begin];
             const size_t kv = static_cast<size_t>(kv_head) * row.head_stride;
-            kernels.attention(queries, count, row.keys + kv, row.values + kv, row.first, head_dim, scale,
-                              buffer.data());
+            kernel(queries, count, row.keys + kv, row.values + kv, row.first, head_dim, scale, buffer.data());
         }
     });
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cpu/kernels/kv_format.h"
 #include "cpu/kernels/packing.h"
 
 namespace tf::cpu::kernels {
@@ -104,11 +105,12 @@ inline size_t attention_scratch_floats(int32_t count, int32_t max_last, int32_t 
 // Causal attention for `count` (1..kAttentionMaxQueries) query vectors of
 // one kv head, each over keys j in [first, its last]: softmax(q . k_j *
 // scale), then the weighted sum of v_j. `keys` are in the KV cache's
-// blocked layout and `values` one row of head_dim floats per position
-// (cpu/kv_cache.h). The vectors may be heads of several rows of one stream:
-// they read the keys and values together, and a vector gets the same bits
-// whichever others share its call (attention_impl.inc).
-using AttentionFn = void (*)(const AttentionQuery* queries, int32_t count, const float* keys, const float* values,
+// blocked layout and `values` one row of head_dim elements per position
+// (cpu/kv_cache.h), both of the KvType the kernel was chosen for. The
+// vectors may be heads of several rows of one stream: they read the keys
+// and values together, and a vector gets the same bits whichever others
+// share its call (attention_impl.inc).
+using AttentionFn = void (*)(const AttentionQuery* queries, int32_t count, const void* keys, const void* values,
                              int32_t first, int32_t head_dim, float scale, float* scratch);
 
 // out[i] = e^x[i] as the attention computes it, n a multiple of 16, out
@@ -126,9 +128,11 @@ struct KernelTable {
     Activations activations = Activations::f32;
     PackRowsFn pack_rows = nullptr;
     MatmulFn matmul = nullptr;
-    AttentionFn attention = nullptr;
+    AttentionFn attention_kernels[kKvTypes] = {};  // by KvType
     Exp16Fn exp16_values = nullptr;
     ScanStateRowFn scan_state_row = nullptr;
+
+    AttentionFn attention(KvType kv) const { return attention_kernels[static_cast<int>(kv)]; }
 
     // Bytes of one packed activation row of k inputs.
     size_t row_bytes(int32_t k) const {

@@ -20,6 +20,14 @@ constexpr __mmask16 kAll = 0xFFFF;
 inline V16 zero16() { return {_mm512_setzero_ps()}; }
 inline V16 load16(const float* p) { return {_mm512_loadu_ps(p)}; }
 inline void store16(float* p, const V16& v) { _mm512_storeu_ps(p, v.v); }
+// 16 KV cache elements of 16 bits, widened to fp32 exactly (kv_format.h).
+inline V16 load16_f16(const uint16_t* p) {
+    return {_mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+}
+inline V16 load16_bf16(const uint16_t* p) {
+    const __m512i a = _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return {_mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, a, 16))};
+}
 inline V16 broadcast16(float x) { return {_mm512_set1_ps(x)}; }
 inline V16 fma16(const V16& a, const V16& b, const V16& c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 inline void load_bf16_pairs(const uint16_t* w, V16& even, V16& odd) {

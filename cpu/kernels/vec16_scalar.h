@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/kernels/kv_format.h"
+
 namespace tf::cpu::kernels::scalar {
 
 struct V16 {
@@ -23,6 +25,17 @@ inline V16 load16(const float* p) {
     return v;
 }
 inline void store16(float* p, const V16& v) { std::memcpy(p, v.lane, sizeof v.lane); }
+// 16 KV cache elements of 16 bits, widened to fp32 exactly (kv_format.h).
+inline V16 load16_f16(const uint16_t* p) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = f16_bits_to_f32(p[i]);
+    return v;
+}
+inline V16 load16_bf16(const uint16_t* p) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = bf16_bits_to_f32(p[i]);
+    return v;
+}
 inline V16 broadcast16(float x) {
     V16 v;
     for (float& l : v.lane) l = x;

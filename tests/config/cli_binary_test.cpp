@@ -25,7 +25,7 @@ TEST(Binary, ServeHelpShowsEveryFlag) {
     RunResult r = run_tensorfold("serve --help");
     EXPECT_EQ(r.exit_code, 0);
     for (const char* flag : {"--host", "--port", "--api-key", "--served-model-name", "--ctx-size", "--max-streams",
-                             "--threads", "--quantize", "--device", "--log-level", "--recall", "--recall-dir", "--recall-gib",
+                             "--threads", "--quantize", "--kv-type", "--device", "--log-level", "--recall", "--recall-dir", "--recall-gib",
                              "--recall-read-only"}) {
         EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
     }
@@ -53,6 +53,13 @@ TEST(Binary, QuantizeIsRefusedForTheCudaBackendBeforeLoading) {
     RunResult r = run_tensorfold("serve --quantize q4_k --device cuda --port 0");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.output.find("--quantize q4_k: the CUDA backend holds bf16 weights"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("weights loaded"), std::string::npos) << r.output;
+}
+
+TEST(Binary, A16BitOrFp32KvCacheIsRefusedForTheCudaBackendBeforeLoading) {
+    RunResult r = run_tensorfold("serve --kv-type f16 --device cuda --port 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.output.find("--kv-type f16: the CUDA backend's KV cache is bf16"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("weights loaded"), std::string::npos) << r.output;
 }
 

@@ -169,6 +169,18 @@ TEST(GenerateBinary, QuantizedWeightsDecodeAndAreNamedInTheTimings) {
     EXPECT_NE(bad.output.find("--quantize"), std::string::npos) << bad.output;
 }
 
+TEST(GenerateBinary, EveryKvTypeDecodesAndAnUnknownOneIsRefused) {
+    for (const char* type : {"f16", "bf16", "f32"}) {
+        RunResult r = run_tensorfold(std::string("generate --prompt-ids 258,1084,54,9,77 --max-tokens 6 --ignore-eos "
+                                                 "--threads 1 --kv-type ") + type);
+        ASSERT_EQ(r.exit_code, 0) << type << ": " << r.output;
+        EXPECT_EQ(std::count(r.output.begin(), r.output.end(), ','), 5) << r.output;
+    }
+    RunResult bad = run_tensorfold("generate --prompt-ids 1,2 --kv-type f8");
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--kv-type"), std::string::npos) << bad.output;
+}
+
 TEST(GenerateBinary, OutOfVocabularyPromptIdIsRefused) {
     RunResult r = run_tensorfold("generate --prompt-ids 1,99999 --max-tokens 2");
     EXPECT_EQ(r.exit_code, 2);

@@ -199,7 +199,7 @@ TEST(Attention, AVectorGetsTheSameBitsAloneOrWithTheOtherRowsOfItsStream) {
                 for (int32_t v = 0; v < count; ++v)
                     queries.push_back({q.data() + v * head_dim, together.data() + v * head_dim, r.last + v / heads});
                 std::vector<float> scratch(attention_scratch_floats(count, max_last, head_dim));
-                kernel_table(isa).attention(queries.data(), count, head.keys.data(), head.values.data(), r.first,
+                kernel_table(isa).attention(KvType::f32)(queries.data(), count, head.keys.data(), head.values.data(), r.first,
                                             head_dim, scale, scratch.data());
                 for (int32_t v = 0; v < count; ++v) {
                     std::vector<float> alone(head_dim);
@@ -216,11 +216,64 @@ TEST(Attention, AVectorGetsTheSameBitsAloneOrWithTheOtherRowsOfItsStream) {
     }
 }
 
-TEST(KvCache, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
+// A 16-bit cache holds rounded numbers, and the kernel widens them to fp32
+// exactly: its bits must be those of the same kernel over an fp32 cache
+// holding the widened numbers, on every path, one vector or many.
+TEST(Attention, ASixteenBitCacheGivesTheBitsOfAnFp32CacheHoldingTheSameNumbers) {
+    const Range ranges[] = {{0, 0}, {0, 15}, {5, 20}, {17, 700}, {0, 1023}};
+    for (KvType type : {KvType::f16, KvType::bf16}) {
+        for (const Range& r : ranges) {
+            const int32_t head_dim = 128, heads = 6;
+            const Head head(head_dim, r.last + 9, r.first, r.last + 4, std::nanf(""), 31);
+            std::vector<uint16_t> keys16(head.keys.size()), values16(head.values.size());
+            std::vector<float> keys32(head.keys.size()), values32(head.values.size());
+            auto narrow = [&](const std::vector<float>& from, std::vector<uint16_t>& bits, std::vector<float>& wide) {
+                for (size_t i = 0; i < from.size(); ++i) {
+                    bits[i] = type == KvType::f16 ? f32_to_f16_bits(from[i]) : f32_to_bf16_bits(from[i]);
+                    wide[i] = type == KvType::f16 ? f16_bits_to_f32(bits[i]) : bf16_bits_to_f32(bits[i]);
+                }
+            };
+            narrow(head.keys, keys16, keys32);
+            narrow(head.values, values16, values32);
+            const std::vector<float> q = random_floats(static_cast<size_t>(heads) * head_dim, 32);
+            for (Isa isa : available_isas()) {
+                for (int32_t last : {r.last, r.last + 4}) {
+                    std::vector<float> narrow_out(q.size()), wide_out(q.size());
+                    attention_heads(isa, q.data(), heads, keys16.data(), values16.data(), r.first, last, head_dim,
+                                    0.09f, narrow_out.data(), type);
+                    attention_heads(isa, q.data(), heads, keys32.data(), values32.data(), r.first, last, head_dim,
+                                    0.09f, wide_out.data(), KvType::f32);
+                    ASSERT_TRUE(testing::bitwise_equal(narrow_out, wide_out))
+                        << isa_name(isa) << " " << kv_type_name(type) << " keys " << r.first << ".." << last;
+                }
+            }
+        }
+    }
+}
+
+// A float as a cache of `type` stores it.
+float stored(KvType type, float x) {
+    switch (type) {
+        case KvType::f32: return x;
+        case KvType::f16: return f16_bits_to_f32(f32_to_f16_bits(x));
+        case KvType::bf16: return bf16_bits_to_f32(f32_to_bf16_bits(x));
+    }
+    return x;
+}
+
+class KvCacheOfType : public ::testing::TestWithParam<KvType> {};
+
+TEST_P(KvCacheOfType, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
+    const KvType type = GetParam();
     const int32_t layers = 2, heads = 2, head_dim = 16;
-    KvCache a(layers, heads, head_dim, 40), b(layers, heads, head_dim, 30);
+    KvCache a(layers, heads, head_dim, 40, type), b(layers, heads, head_dim, 30, type);
+    EXPECT_EQ(a.type(), type);
+    EXPECT_EQ(KvCache::bytes_per_token(layers, heads, head_dim, type),
+              static_cast<size_t>(layers * 2 * heads * head_dim) * kv_element_bytes(type));
+    // Distinct values, most not representable in 16 bits: what comes back
+    // is the value rounded as the type rounds it, at its own place.
     auto value_of = [](int32_t layer, int32_t h, int32_t j, int32_t d, int kind) {
-        return static_cast<float>(kind * 100000 + layer * 10000 + h * 1000 + j * 20 + d);
+        return static_cast<float>(kind * 1000 + layer * 400 + h * 200 + j * 4) + static_cast<float>(d) / 7.0f;
     };
     std::vector<float> k(heads * head_dim), v(heads * head_dim);
     for (int32_t j = 0; j < 40; ++j) {
@@ -242,17 +295,22 @@ TEST(KvCache, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
             for (int32_t h = 0; h < heads; ++h) {
                 for (int32_t j = 0; j < c->length(); ++j) {
                     for (int32_t d = 0; d < head_dim; ++d) {
-                        ASSERT_EQ(c->keys(layer)[h * c->head_stride() + KvCache::key_index(j, d, head_dim)],
-                                  value_of(layer, h, j, d, 1));
-                        ASSERT_EQ(c->values(layer)[h * c->head_stride() + j * head_dim + d],
-                                  value_of(layer, h, j, d, 2));
+                        ASSERT_EQ(c->key(layer, h, j, d), stored(type, value_of(layer, h, j, d, 1)));
+                        ASSERT_EQ(c->value(layer, h, j, d), stored(type, value_of(layer, h, j, d, 2)));
                     }
                 }
             }
         }
     }
     EXPECT_EQ(KvCache::key_index(17, 3, 64), 16u * 64 + 3 * 16 + 1);
+    if (type == KvType::f32) {  // the raw layout, read as the kernel reads it
+        const float* keys = reinterpret_cast<const float*>(a.keys(1) + a.head_stride());
+        EXPECT_EQ(keys[KvCache::key_index(33, 5, head_dim)], value_of(1, 1, 33, 5, 1));
+    }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, KvCacheOfType, ::testing::Values(KvType::f32, KvType::f16, KvType::bf16),
+                         [](const ::testing::TestParamInfo<KvType>& info) { return kv_type_name(info.param); });
 
 }  // namespace
 }  // namespace tf::cpu::kernels

@@ -61,6 +61,46 @@ TEST(Startup, QuantizedWeightsAreStatedAndServe) {
     EXPECT_EQ(bad.output().find("weights"), std::string::npos) << bad.output();
 }
 
+// --kv-type: the startup line and /metrics name the KV cache's type and its
+// bytes a token (tinycode: 4 layers x 2 x 4 kv heads x 64 dims, 2 bytes in
+// f16 and 4 in f32); replies are the same tokens whichever type the cache
+// has where the model's near ties allow (tinycode's greedy reply here has
+// none); an unknown type is refused before anything is read.
+TEST(Startup, TheKvCacheTypeIsStatedOnTheStartupLineAndInMetrics) {
+    ServerProcess f16({});
+    ASSERT_TRUE(f16.listening()) << f16.output();
+    EXPECT_NE(f16.output().find("KV cache f16, "), std::string::npos) << f16.output();
+    const Response metrics = f16.get("/metrics");
+    EXPECT_NE(metrics.body.find("tensorfold_kv_cache_info{type=\"f16\"} 1"), std::string::npos) << metrics.body;
+    ServerProcess f32({"--kv-type", "f32"});
+    ASSERT_TRUE(f32.listening()) << f32.output();
+    EXPECT_NE(f32.output().find("KV cache f32, "), std::string::npos) << f32.output();
+    // Twice the bytes a token.
+    auto bytes_per_token = [](const std::string& body) {
+        const std::string name = "\ntensorfold_kv_cache_bytes_per_token ";
+        const size_t at = body.find(name);
+        return at == std::string::npos ? -1.0 : std::stod(body.substr(at + name.size()));
+    };
+    const double f16_bytes = bytes_per_token(metrics.body), f32_bytes = bytes_per_token(f32.get("/metrics").body);
+    EXPECT_GT(f16_bytes, 0);
+    EXPECT_EQ(f32_bytes, 2 * f16_bytes);
+    const std::string request = R"({"prompt": "def add(a, b):", "max_tokens": 24, "temperature": 0})";
+    const Response a = f16.post("/v1/completions", request), b = f32.post("/v1/completions", request);
+    ASSERT_EQ(a.status, 200) << a.body;
+    ASSERT_EQ(b.status, 200) << b.body;
+    auto text = [](const std::string& body) {
+        const size_t begin = body.find("\"text\""), end = body.find("\"}]", begin);
+        return begin == std::string::npos || end == std::string::npos ? body : body.substr(begin, end - begin);
+    };
+    EXPECT_EQ(text(a.body), text(b.body));
+
+    ServerProcess bad({"--kv-type", "q4"});
+    EXPECT_FALSE(bad.listening());
+    EXPECT_EQ(bad.wait(), 2);
+    EXPECT_NE(bad.output().find("--kv-type"), std::string::npos) << bad.output();
+    EXPECT_EQ(bad.output().find("weights"), std::string::npos) << bad.output();
+}
+
 TEST(Startup, APortInUseIsAnErrorNamingIt) {
     ServerProcess first({});
     ASSERT_TRUE(first.listening()) << first.output();

@@ -47,7 +47,7 @@ std::string page(recall::RecallState state) {
     RequestTimings timings;
     timings.observe_first_token(std::chrono::milliseconds(20));
     timings.observe_finished(std::chrono::milliseconds(300));
-    return render_metrics(service, recall, timings.snapshot());
+    return render_metrics(service, recall, timings.snapshot(), {.kv_type = "f16", .kv_bytes_per_token = 114688});
 }
 
 TEST(MetricsPage, RecallStateIsOneGaugePerStateWithTheCurrentAtOne) {
@@ -101,6 +101,13 @@ TEST(MetricsPage, ServiceCountersAndGauges) {
     EXPECT_EQ(sample(text, "tensorfold_requests_waiting"), 1);
     EXPECT_EQ(sample(text, "tensorfold_rounds_total"), 40);
     EXPECT_EQ(sample(text, "tensorfold_lone_stream_rounds_total"), 25);
+}
+
+TEST(MetricsPage, TheKvCacheTypeAndBytesPerTokenAreReportedWhenKnown) {
+    const std::string text = page(recall::RecallState::writing);
+    EXPECT_EQ(sample(text, R"(tensorfold_kv_cache_info{type="f16"})"), 1);
+    EXPECT_EQ(sample(text, "tensorfold_kv_cache_bytes_per_token"), 114688);
+    EXPECT_EQ(render_metrics({}, {}, RequestTimings().snapshot()).find("kv_cache"), std::string::npos);
 }
 
 TEST(MetricsPage, LatencyHistogramsAreInSeconds) {

@@ -1,0 +1,115 @@
+// The element type of the CPU backend's KV cache, and the conversions it
+// needs. A key or value is converted once, when its row's K and V are
+// computed (kv_cache.cpp, plain integer code, the same on every path); the
+// attention kernel widens the stored bits back to fp32 exactly
+// (attention_impl.inc), so prefill, decode and verify all read the same
+// numbers.
+//
+// f16 is the default: it halves the cache like bf16 but keeps 11
+// significant bits to bf16's 8, and F16C (on every CPU the avx2 path
+// runs on) widens 8 or 16 of them in one instruction. Its range ends at
+// 65504; keys and values beyond it are stored as +-65504 rather than
+// infinity, so one outsized activation cannot turn a softmax into NaN.
+// Why not bf16 by default: docs/design.md, "The KV cache".
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace tf::cpu::kernels {
+
+enum class KvType { f32, f16, bf16 };
+inline constexpr int kKvTypes = 3;
+inline constexpr KvType kDefaultKvType = KvType::f16;
+
+inline const char* kv_type_name(KvType type) {
+    switch (type) {
+        case KvType::f32: return "f32";
+        case KvType::f16: return "f16";
+        case KvType::bf16: return "bf16";
+    }
+    return "?";
+}
+
+// "f32", "f16" or "bf16"; throws std::invalid_argument naming the choices.
+inline KvType parse_kv_type(const std::string& text) {
+    if (text == "f32") return KvType::f32;
+    if (text == "f16") return KvType::f16;
+    if (text == "bf16") return KvType::bf16;
+    throw std::invalid_argument("unknown KV cache type '" + text + "' (f32, f16 or bf16)");
+}
+
+inline size_t kv_element_bytes(KvType type) { return type == KvType::f32 ? 4 : 2; }
+
+// fp32 -> IEEE half, rounded to nearest even. Finite values beyond the
+// half range (and infinities) become +-65504; NaN stays a quiet NaN;
+// values below the smallest half subnormal round to a zero of their sign.
+inline uint16_t f32_to_f16_bits(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+    const uint32_t magnitude = bits & 0x7FFFFFFFu;
+    if (magnitude > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((bits >> 13) & 0x3FFu));
+    // 65520 = 0x477FF000 is the first value that rounds past 65504.
+    if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7BFFu);
+    if (magnitude >= 0x38800000u) {  // a normal half: rebias the exponent, round off 13 bits
+        const uint32_t rebiased = magnitude - 0x38000000u;
+        const uint32_t rounded = rebiased + 0xFFFu + ((rebiased >> 13) & 1u);
+        return static_cast<uint16_t>(sign | (rounded >> 13));
+    }
+    if (magnitude < 0x33000000u) return sign;  // below half the smallest subnormal (2^-25): zero
+    // A subnormal half: the significand with its implicit bit, shifted to
+    // units of 2^-24, rounded to nearest even.
+    const uint32_t exponent = magnitude >> 23;  // 102..112
+    const uint32_t significand = (magnitude & 0x7FFFFFu) | 0x800000u;
+    const uint32_t shift = 126 - exponent;      // 14..24
+    const uint32_t kept = significand >> shift, rest = significand & ((1u << shift) - 1), half = 1u << (shift - 1);
+    const uint32_t rounded = kept + (rest > half || (rest == half && (kept & 1u)) ? 1u : 0u);
+    return static_cast<uint16_t>(sign | rounded);
+}
+
+// IEEE half -> fp32, exact (as VCVTPH2PS).
+inline float f16_bits_to_f32(uint16_t half) {
+    const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+    const uint32_t exponent = (half >> 10) & 0x1Fu, mantissa = half & 0x3FFu;
+    uint32_t bits;
+    if (exponent == 0x1F) {
+        bits = sign | 0x7F800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+        bits = sign;
+    } else {  // subnormal: normalize
+        int32_t e = -1;
+        uint32_t m = mantissa;
+        do {
+            ++e;
+            m <<= 1;
+        } while ((m & 0x400u) == 0);
+        bits = sign | static_cast<uint32_t>(112 - e) << 23 | ((m & 0x3FFu) << 13);
+    }
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+}
+
+// fp32 -> bf16, rounded to nearest even, NaN kept quiet; subnormals keep
+// what rounding leaves of them (they are as exact as bf16 allows).
+inline uint16_t f32_to_bf16_bits(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float bf16_bits_to_f32(uint16_t value) {
+    const uint32_t bits = static_cast<uint32_t>(value) << 16;
+    float out;
+    std::memcpy(&out, &bits, 4);
+    return out;
+}
+
+}  // namespace tf::cpu::kernels
