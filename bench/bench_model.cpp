@@ -12,7 +12,7 @@
 // kStreamsBudget; --kv-type picks the cache's element type (default f16).
 //
 //   build/bench-model [--model=DIR] [--quantize=q8_0|q4_0|q4_k|q6_k] [--kv-type=f16|bf16|f32]
-//                     [--benchmark_min_time=0.3] [--benchmark_filter=...]
+//                     [--prefill-tokens=512] [--benchmark_min_time=0.3] [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -39,7 +39,9 @@ std::string g_model_dir = TF_BENCH_DEFAULT_MODEL;
 std::optional<tf::model::QuantType> g_quantize;  // --quantize=TYPE
 tf::cpu::kernels::KvType g_kv_type = tf::cpu::kernels::kDefaultKvType;  // --kv-type=TYPE
 constexpr int32_t kRowsList[] = {1, 2, 4, 8, 16, 32, 64};
-constexpr int32_t kContexts[] = {0, 1024, 4096, 16384, 32768};
+constexpr int32_t kContexts[] = {0, 1024, 4096, 8192, 16384, 32768};
+int32_t g_prefill_tokens = 512;   // --prefill-tokens=N
+constexpr int32_t kPrefillChunk = 512;  // as the engine's lanes read a prompt (engine/lanes.h)
 constexpr int32_t kLongRowsList[] = {1, 4, 16, 64};  // past 1024
 constexpr int32_t kMostPrefilled = 1024;             // longer contexts are made up
 constexpr int32_t kRoomPastContext = 65;             // a round of 64 rows, plus one
@@ -218,24 +220,41 @@ void forward(benchmark::State& state) {
     state.counters["tok/s"] = benchmark::Counter(static_cast<double>(M), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// pp512: one forward of a 512-token prompt on an empty stream (stream 8),
-// logits for its last row only, as a server's prefill.
+// ppN (pp512 by default, --prefill-tokens=N): an N-token prompt read on an
+// empty stream (stream 8) in forwards of 512 rows, as the server reads one,
+// logits for its last row only.
 void prefill(benchmark::State& state) {
     const auto threads = static_cast<int>(state.range(0));
     CpuBackend& backend = backend_for(threads, 0);
-    constexpr int32_t kPrompt = 512;
-    backend.open_stream(8, kPrompt);
+    const int32_t prompt = g_prefill_tokens;
+    backend.open_stream(8, prompt);
     std::vector<Row> rows;
-    for (int32_t i = 0; i < kPrompt; ++i) rows.push_back({8, i, (i * 7919) % 8000 + 1, i + 1 == kPrompt});
+    for (int32_t i = 0; i < prompt; ++i) rows.push_back({8, i, (i * 7919) % 8000 + 1, i + 1 == prompt});
     std::vector<float> logits;
-    backend.forward(rows, logits);  // untimed, as in forward(): first-touch costs are not prefill's
-    backend.truncate(8, 0);
+    auto read_prompt = [&] {
+        for (size_t at = 0; at < rows.size(); at += kPrefillChunk)
+            backend.forward(std::span(rows).subspan(at, std::min<size_t>(kPrefillChunk, rows.size() - at)), logits);
+    };
+    // A recurrent model's stream cannot go back: reopened. Others are cut
+    // back, keeping their pages.
+    auto restart = [&] {
+        if (backend.config().recurrent()) {
+            backend.close_stream(8);
+            backend.open_stream(8, prompt);
+        } else {
+            backend.truncate(8, 0);
+        }
+    };
+    // Untimed, as in forward(): first-touch costs are not prefill's. (A
+    // long prompt is read once untimed and once timed, at least.)
+    read_prompt();
+    restart();
     for (auto _ : state) {
-        backend.forward(rows, logits);
-        backend.truncate(8, 0);
+        read_prompt();
+        restart();
     }
     backend.close_stream(8);
-    state.counters["tok/s"] = benchmark::Counter(kPrompt, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] = benchmark::Counter(prompt, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // tg128: 128 one-row forwards in sequence on one stream, each with logits.
@@ -353,14 +372,19 @@ void print_tables(const TableReporter& r) {
     }
     std::printf("\n| llama-bench style | 1 thread | 2 threads |\n|---|---|---|\n");
     for (const char* test : {"prefill", "decode"}) {
-        std::printf("| %s |", std::strcmp(test, "prefill") == 0 ? "pp512 (one 512-row forward)" : "tg128 (128 one-row forwards)");
+        if (std::strcmp(test, "prefill") == 0) {
+            std::printf("| pp%d (%s) |", g_prefill_tokens,
+                        g_prefill_tokens <= kPrefillChunk ? "one forward" : "forwards of 512 rows");
+        } else {
+            std::printf("| tg128 (128 one-row forwards) |");
+        }
         for (int threads : {1, 2}) {
             auto it = seconds.find(std::string(test) + "/" + std::to_string(threads) + "/real_time");
             if (it == seconds.end()) {
                 std::printf(" - |");
                 continue;
             }
-            const double tokens = std::strcmp(test, "prefill") == 0 ? 512 : 128;
+            const double tokens = std::strcmp(test, "prefill") == 0 ? g_prefill_tokens : 128;
             std::printf(" %.0f tok/s |", tokens / it->second);
         }
         std::printf("\n");
@@ -412,6 +436,8 @@ int main(int argc, char** argv) {
             g_quantize = tf::model::parse_quant_type(argv[i] + 11);
         } else if (std::strncmp(argv[i], "--kv-type=", 10) == 0) {
             g_kv_type = tf::cpu::kernels::parse_kv_type(argv[i] + 10);
+        } else if (std::strncmp(argv[i], "--prefill-tokens=", 17) == 0) {
+            g_prefill_tokens = std::max(1, std::atoi(argv[i] + 17));
         } else {
             args.push_back(argv[i]);
         }
