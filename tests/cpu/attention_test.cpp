@@ -184,7 +184,7 @@ TEST(Attention, AVectorGetsTheSameBitsAloneOrWithTheOtherRowsOfItsStream) {
     // A verify round or a prefill chunk: rows at consecutive positions, each
     // with the query heads of one kv head, in one call that reads the keys
     // and values once; long ranges go through them chunk by chunk.
-    const Range ranges[] = {{0, 0}, {0, 37}, {5, 300}, {17, 700}, {0, 1023}};
+    const Range ranges[] = {{0, 0}, {0, 37}, {5, 300}, {5, 386}, {17, 700}, {0, 1023}};
     for (int32_t head_dim : {64, 128}) {
         for (const Range& r : ranges) {
             const int32_t rows = 9, heads = 3, count = rows * heads;
