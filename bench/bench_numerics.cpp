@@ -121,10 +121,10 @@ int main(int argc, char** argv) {
         const kernels::Isa f32_isa = isa == kernels::Isa::avx512_bf16 ? kernels::Isa::avx512 : isa;
         // The first variant is the reference: f32 activations, f32 KV.
         std::vector<Variant> variants;
-        for (kernels::KvType kv : {kernels::KvType::f32, kernels::KvType::f16, kernels::KvType::bf16})
+        for (kernels::KvType kv : {kernels::KvType::f32, kernels::KvType::f16, kernels::KvType::bf16, kernels::KvType::q8_0})
             variants.push_back({"bf16", kernels::isa_name(f32_isa), kernels::Activations::f32, std::nullopt, kv});
         if (kernels::default_activations(isa) == kernels::Activations::bf16) {
-            for (kernels::KvType kv : {kernels::KvType::f32, kernels::KvType::f16, kernels::KvType::bf16})
+            for (kernels::KvType kv : {kernels::KvType::f32, kernels::KvType::f16, kernels::KvType::bf16, kernels::KvType::q8_0})
                 variants.push_back({"bf16", std::string(kernels::isa_name(isa)) + ", bf16 activations",
                                     kernels::Activations::bf16, std::nullopt, kv});
         }

@@ -67,9 +67,10 @@ void add_quantize(CLI::App& command, std::string& quantize) {
 void add_kv_type(CLI::App& command, std::string& kv_type) {
     command
         .add_option("--kv-type", kv_type,
-                    "What the KV cache stores on the CPU backend: f16 (default, 2 bytes an element), bf16, or f32 "
-                    "(4 bytes, as the model computes). The CUDA backend stores bf16")
-        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+                    "What the KV cache stores on the CPU backend: f16 (default, 2 bytes an element), bf16, "
+                    "q8_0 (int8 in blocks of 32 with a scale each, 1.125 bytes), or f32 (4 bytes, as the model "
+                    "computes). The CUDA backend stores bf16")
+        ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
 }
 
 // MODEL: a directory (Hugging Face, or one holding a GGUF model) or a .gguf

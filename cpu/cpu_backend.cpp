@@ -51,6 +51,10 @@ CpuBackend::CpuBackend(std::unique_ptr<Weights> weights, int threads, kernels::I
         throw model::LoadError("config.json: head_dim " + std::to_string(c.head_dim) +
                                " is not supported by the CPU backend (a multiple of 16: 16..128, 160, 192 or 256)");
     }
+    if (kv_type_ == kernels::KvType::q8_0 && c.attention_layer_count() > 0 && c.head_dim % kernels::kKvQuantBlock != 0) {
+        throw model::LoadError("--kv-type q8_0: head_dim " + std::to_string(c.head_dim) +
+                               " is not a multiple of 32 (the q8_0 block); use f16");
+    }
     inv_freq_ = model::rope_inv_freq(c);
     for (int32_t layer = 0, kv = 0, mamba = 0; layer < c.num_layers; ++layer) {
         kv_layer_.push_back(c.has_attention(layer) ? kv++ : -1);

@@ -3,6 +3,8 @@
 #include <cassert>
 #include <cstring>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 namespace tf::cpu {
 
@@ -10,7 +12,8 @@ using kernels::KvType;
 
 namespace {
 
-// n floats rounded to `type`, stored at `out` (elements `step` apart).
+// n floats rounded to `type` (not q8_0), stored at `out` with elements
+// `step` elements apart.
 void store_elements(KvType type, const float* from, int32_t n, char* out, size_t step) {
     switch (type) {
         case KvType::f32:
@@ -28,7 +31,16 @@ void store_elements(KvType type, const float* from, int32_t n, char* out, size_t
                 std::memcpy(out + i * step * 2, &bits, 2);
             }
             return;
+        case KvType::q8_0:
+            break;
     }
+    assert(false && "q8_0 is quantized by blocks");
+}
+
+float load_float(const char* p) {
+    float x;
+    std::memcpy(&x, p, 4);
+    return x;
 }
 
 }  // namespace
@@ -40,11 +52,15 @@ KvCache::KvCache(int32_t layers, int32_t kv_heads, int32_t head_dim, int32_t cap
       capacity_(capacity),
       padded_capacity_((capacity + 15) / 16 * 16),
       type_(type),
-      element_bytes_(kernels::kv_element_bytes(type)),
-      layer_bytes_(static_cast<size_t>(kv_heads) * padded_capacity_ * head_dim * element_bytes_),
-      // calloc: large blocks come as fresh zero pages, nothing to clear
-      // until a position is used.
-      memory_(std::calloc(static_cast<size_t>(layers) * 2 * layer_bytes_ + 64, 1)) {
+      key_block_bytes_(kernels::kv_key_block_bytes(type, head_dim)),
+      value_row_bytes_(kernels::kv_value_row_bytes(type, head_dim)),
+      layer_bytes_(static_cast<size_t>(kv_heads) * padded_capacity_ * value_row_bytes_) {
+    if (type == KvType::q8_0 && head_dim % kernels::kKvQuantBlock != 0) {
+        throw std::invalid_argument("a q8_0 KV cache needs head_dim a multiple of 32, not " + std::to_string(head_dim));
+    }
+    // calloc: large blocks come as fresh zero pages, nothing to clear until
+    // a position is used.
+    memory_.reset(std::calloc(static_cast<size_t>(layers) * 2 * layer_bytes_ + 64, 1));
     if (!memory_) throw std::bad_alloc();
     const auto address = reinterpret_cast<uintptr_t>(memory_.get());
     data_ = reinterpret_cast<char*>((address + 63) / 64 * 64);
@@ -52,32 +68,66 @@ KvCache::KvCache(int32_t layers, int32_t kv_heads, int32_t head_dim, int32_t cap
 
 void KvCache::write(int32_t layer, int32_t position, const float* k, const float* v) {
     assert(position >= 0 && position < capacity_);
+    const int32_t lane = position % 16;
     for (int32_t h = 0; h < kv_heads_; ++h) {
-        // A key's dimensions lie 16 elements apart (one lane of its block).
-        char* key = key_data(layer) + h * head_stride() + key_index(position, 0, head_dim_) * element_bytes_;
-        store_elements(type_, k + h * head_dim_, head_dim_, key, 16);
-        char* value = value_data(layer) + h * head_stride() + static_cast<size_t>(position) * head_dim_ * element_bytes_;
+        char* block = key_block(key_data(layer) + h * head_stride(), position);
+        char* value = value_data(layer) + h * head_stride() + static_cast<size_t>(position) * value_row_bytes_;
+        const float* key = k + h * head_dim_;
+        if (type_ == KvType::q8_0) {
+            // The key's int8 lie 16 apart (one lane of its block), as do its scales.
+            const int32_t blocks = head_dim_ / kernels::kKvQuantBlock;
+            int8_t q[512];
+            float scales[512 / kernels::kKvQuantBlock];
+            assert(head_dim_ <= 512);
+            kernels::quantize_q8_0(key, head_dim_, q, scales);
+            for (int32_t d = 0; d < head_dim_; ++d) block[16 * d + lane] = static_cast<char>(q[d]);
+            for (int32_t b = 0; b < blocks; ++b)
+                std::memcpy(block + 16 * head_dim_ + 4 * (16 * b + lane), &scales[b], 4);
+            kernels::quantize_q8_0(v + h * head_dim_, head_dim_, reinterpret_cast<int8_t*>(value), scales);
+            std::memcpy(value + head_dim_, scales, 4 * static_cast<size_t>(blocks));
+            continue;
+        }
+        const size_t element = kernels::kv_value_row_bytes(type_, head_dim_) / head_dim_;
+        store_elements(type_, key, head_dim_, block + lane * element, 16);
         store_elements(type_, v + h * head_dim_, head_dim_, value, 1);
     }
 }
 
-float KvCache::element(const char* head_data, size_t index) const {
-    if (type_ == KvType::f32) {
-        float x;
-        std::memcpy(&x, head_data + index * 4, 4);
-        return x;
-    }
-    uint16_t bits;
-    std::memcpy(&bits, head_data + index * 2, 2);
-    return type_ == KvType::f16 ? kernels::f16_bits_to_f32(bits) : kernels::bf16_bits_to_f32(bits);
-}
-
 float KvCache::key(int32_t layer, int32_t head, int32_t position, int32_t d) const {
-    return element(keys(layer) + head * head_stride(), key_index(position, d, head_dim_));
+    const char* block = key_block(keys(layer) + head * head_stride(), position);
+    const int32_t lane = position % 16;
+    switch (type_) {
+        case KvType::f32: return load_float(block + 4 * (16 * d + lane));
+        case KvType::f16:
+        case KvType::bf16: {
+            uint16_t bits;
+            std::memcpy(&bits, block + 2 * (16 * d + lane), 2);
+            return type_ == KvType::f16 ? kernels::f16_bits_to_f32(bits) : kernels::bf16_bits_to_f32(bits);
+        }
+        case KvType::q8_0: {
+            const auto q = static_cast<int8_t>(block[16 * d + lane]);
+            return static_cast<float>(q) *
+                   load_float(block + 16 * head_dim_ + 4 * (16 * (d / kernels::kKvQuantBlock) + lane));
+        }
+    }
+    return 0;
 }
 
 float KvCache::value(int32_t layer, int32_t head, int32_t position, int32_t d) const {
-    return element(values(layer) + head * head_stride(), static_cast<size_t>(position) * head_dim_ + d);
+    const char* row = values(layer) + head * head_stride() + static_cast<size_t>(position) * value_row_bytes_;
+    switch (type_) {
+        case KvType::f32: return load_float(row + 4 * d);
+        case KvType::f16:
+        case KvType::bf16: {
+            uint16_t bits;
+            std::memcpy(&bits, row + 2 * d, 2);
+            return type_ == KvType::f16 ? kernels::f16_bits_to_f32(bits) : kernels::bf16_bits_to_f32(bits);
+        }
+        case KvType::q8_0:
+            return static_cast<float>(static_cast<int8_t>(row[d])) *
+                   load_float(row + head_dim_ + 4 * (d / kernels::kKvQuantBlock));
+    }
+    return 0;
 }
 
 void KvCache::copy_prefix(const KvCache& from, int32_t length) {
@@ -86,8 +136,8 @@ void KvCache::copy_prefix(const KvCache& from, int32_t length) {
     assert(length <= from.length_ && length <= capacity_);
     // Keys by whole blocks: a partial one brings lanes past `length` along,
     // which the kernel masks (finite, like any lane past a stream's length).
-    const size_t key_bytes = static_cast<size_t>((length + 15) / 16) * 16 * head_dim_ * element_bytes_;
-    const size_t value_bytes = static_cast<size_t>(length) * head_dim_ * element_bytes_;
+    const size_t key_bytes = static_cast<size_t>((length + 15) / 16) * key_block_bytes_;
+    const size_t value_bytes = static_cast<size_t>(length) * value_row_bytes_;
     for (int32_t layer = 0; layer < layers_; ++layer) {
         for (int32_t h = 0; h < kv_heads_; ++h) {
             std::memcpy(key_data(layer) + h * head_stride(), from.keys(layer) + h * from.head_stride(), key_bytes);

@@ -30,6 +30,12 @@ inline V16 load16_bf16(const uint16_t* p) {
     const __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
     return {_mm256_castsi256_ps(_mm256_slli_epi32(a, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(b, 16))};
 }
+// 16 int8 as fp32 (exact).
+inline V16 load16_i8(const int8_t* p) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)),
+            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)))};
+}
 inline V16 broadcast16(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
 inline V16 fma16(const V16& a, const V16& b, const V16& c) {
     return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};

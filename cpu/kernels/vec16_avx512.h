@@ -28,6 +28,11 @@ inline V16 load16_bf16(const uint16_t* p) {
     const __m512i a = _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return {_mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, a, 16))};
 }
+// 16 int8 as fp32 (exact).
+inline V16 load16_i8(const int8_t* p) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepi8_epi32(kAll, bytes))};
+}
 inline V16 broadcast16(float x) { return {_mm512_set1_ps(x)}; }
 inline V16 fma16(const V16& a, const V16& b, const V16& c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 inline void load_bf16_pairs(const uint16_t* w, V16& even, V16& odd) {

@@ -36,6 +36,12 @@ inline V16 load16_bf16(const uint16_t* p) {
     for (int i = 0; i < 16; ++i) v.lane[i] = bf16_bits_to_f32(p[i]);
     return v;
 }
+// 16 int8 as fp32 (exact).
+inline V16 load16_i8(const int8_t* p) {
+    V16 v;
+    for (int i = 0; i < 16; ++i) v.lane[i] = static_cast<float>(p[i]);
+    return v;
+}
 inline V16 broadcast16(float x) {
     V16 v;
     for (float& l : v.lane) l = x;

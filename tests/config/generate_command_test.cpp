@@ -170,7 +170,7 @@ TEST(GenerateBinary, QuantizedWeightsDecodeAndAreNamedInTheTimings) {
 }
 
 TEST(GenerateBinary, EveryKvTypeDecodesAndAnUnknownOneIsRefused) {
-    for (const char* type : {"f16", "bf16", "f32"}) {
+    for (const char* type : {"f16", "bf16", "q8_0", "f32"}) {
         RunResult r = run_tensorfold(std::string("generate --prompt-ids 258,1084,54,9,77 --max-tokens 6 --ignore-eos "
                                                  "--threads 1 --kv-type ") + type);
         ASSERT_EQ(r.exit_code, 0) << type << ": " << r.output;

@@ -216,33 +216,35 @@ TEST(Attention, AVectorGetsTheSameBitsAloneOrWithTheOtherRowsOfItsStream) {
     }
 }
 
-// A 16-bit cache holds rounded numbers, and the kernel widens them to fp32
-// exactly: its bits must be those of the same kernel over an fp32 cache
-// holding the widened numbers, on every path, one vector or many.
-TEST(Attention, ASixteenBitCacheGivesTheBitsOfAnFp32CacheHoldingTheSameNumbers) {
+// A 16-bit or q8_0 cache holds rounded numbers, and the kernel reads them
+// back as fp32 exactly as KvCache::key / value do: its bits must be those
+// of the same kernel over an fp32 cache holding those numbers, on every
+// path, one vector or many, rows that end mid-block included.
+TEST(Attention, ANarrowCacheGivesTheBitsOfAnFp32CacheHoldingTheSameNumbers) {
     const Range ranges[] = {{0, 0}, {0, 15}, {5, 20}, {17, 700}, {0, 1023}};
-    for (KvType type : {KvType::f16, KvType::bf16}) {
+    for (KvType type : {KvType::f16, KvType::bf16, KvType::q8_0}) {
         for (const Range& r : ranges) {
-            const int32_t head_dim = 128, heads = 6;
-            const Head head(head_dim, r.last + 9, r.first, r.last + 4, std::nanf(""), 31);
-            std::vector<uint16_t> keys16(head.keys.size()), values16(head.values.size());
-            std::vector<float> keys32(head.keys.size()), values32(head.values.size());
-            auto narrow = [&](const std::vector<float>& from, std::vector<uint16_t>& bits, std::vector<float>& wide) {
-                for (size_t i = 0; i < from.size(); ++i) {
-                    bits[i] = type == KvType::f16 ? f32_to_f16_bits(from[i]) : f32_to_bf16_bits(from[i]);
-                    wide[i] = type == KvType::f16 ? f16_bits_to_f32(bits[i]) : bf16_bits_to_f32(bits[i]);
+            const int32_t head_dim = 128, heads = 6, count = r.last + 9;
+            KvCache narrow(1, 1, head_dim, count, type), wide(1, 1, head_dim, count, KvType::f32);
+            const std::vector<float> k = random_floats(static_cast<size_t>(count) * head_dim, 31, 2.0f);
+            const std::vector<float> v = random_floats(static_cast<size_t>(count) * head_dim, 33);
+            std::vector<float> k_read(head_dim), v_read(head_dim);
+            for (int32_t j = 0; j < count; ++j) {
+                narrow.write(0, j, k.data() + j * head_dim, v.data() + j * head_dim);
+                for (int32_t d = 0; d < head_dim; ++d) {
+                    k_read[d] = narrow.key(0, 0, j, d);
+                    v_read[d] = narrow.value(0, 0, j, d);
                 }
-            };
-            narrow(head.keys, keys16, keys32);
-            narrow(head.values, values16, values32);
+                wide.write(0, j, k_read.data(), v_read.data());
+            }
             const std::vector<float> q = random_floats(static_cast<size_t>(heads) * head_dim, 32);
             for (Isa isa : available_isas()) {
                 for (int32_t last : {r.last, r.last + 4}) {
                     std::vector<float> narrow_out(q.size()), wide_out(q.size());
-                    attention_heads(isa, q.data(), heads, keys16.data(), values16.data(), r.first, last, head_dim,
+                    attention_heads(isa, q.data(), heads, narrow.keys(0), narrow.values(0), r.first, last, head_dim,
                                     0.09f, narrow_out.data(), type);
-                    attention_heads(isa, q.data(), heads, keys32.data(), values32.data(), r.first, last, head_dim,
-                                    0.09f, wide_out.data(), KvType::f32);
+                    attention_heads(isa, q.data(), heads, wide.keys(0), wide.values(0), r.first, last, head_dim, 0.09f,
+                                    wide_out.data(), KvType::f32);
                     ASSERT_TRUE(testing::bitwise_equal(narrow_out, wide_out))
                         << isa_name(isa) << " " << kv_type_name(type) << " keys " << r.first << ".." << last;
                 }
@@ -251,25 +253,31 @@ TEST(Attention, ASixteenBitCacheGivesTheBitsOfAnFp32CacheHoldingTheSameNumbers) 
     }
 }
 
-// A float as a cache of `type` stores it.
-float stored(KvType type, float x) {
-    switch (type) {
-        case KvType::f32: return x;
-        case KvType::f16: return f16_bits_to_f32(f32_to_f16_bits(x));
-        case KvType::bf16: return bf16_bits_to_f32(f32_to_bf16_bits(x));
+// A row of head_dim floats as a cache of `type` gives it back.
+std::vector<float> stored(KvType type, std::vector<float> row) {
+    if (type == KvType::q8_0) {
+        std::vector<int8_t> q(row.size());
+        std::vector<float> scales(row.size() / kKvQuantBlock);
+        quantize_q8_0(row.data(), static_cast<int32_t>(row.size()), q.data(), scales.data());
+        for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(q[i]) * scales[i / kKvQuantBlock];
+        return row;
     }
-    return x;
+    for (float& x : row) {
+        if (type == KvType::f16) x = f16_bits_to_f32(f32_to_f16_bits(x));
+        if (type == KvType::bf16) x = bf16_bits_to_f32(f32_to_bf16_bits(x));
+    }
+    return row;
 }
 
 class KvCacheOfType : public ::testing::TestWithParam<KvType> {};
 
 TEST_P(KvCacheOfType, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
     const KvType type = GetParam();
-    const int32_t layers = 2, heads = 2, head_dim = 16;
+    const int32_t layers = 2, heads = 2, head_dim = 64;
     KvCache a(layers, heads, head_dim, 40, type), b(layers, heads, head_dim, 30, type);
     EXPECT_EQ(a.type(), type);
     EXPECT_EQ(KvCache::bytes_per_token(layers, heads, head_dim, type),
-              static_cast<size_t>(layers * 2 * heads * head_dim) * kv_element_bytes(type));
+              static_cast<size_t>(layers * 2 * heads) * kv_value_row_bytes(type, head_dim));
     // Distinct values, most not representable in 16 bits: what comes back
     // is the value rounded as the type rounds it, at its own place.
     auto value_of = [](int32_t layer, int32_t h, int32_t j, int32_t d, int kind) {
@@ -294,9 +302,16 @@ TEST_P(KvCacheOfType, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
         for (int32_t layer = 0; layer < layers; ++layer) {
             for (int32_t h = 0; h < heads; ++h) {
                 for (int32_t j = 0; j < c->length(); ++j) {
+                    std::vector<float> key(head_dim), value(head_dim);
                     for (int32_t d = 0; d < head_dim; ++d) {
-                        ASSERT_EQ(c->key(layer, h, j, d), stored(type, value_of(layer, h, j, d, 1)));
-                        ASSERT_EQ(c->value(layer, h, j, d), stored(type, value_of(layer, h, j, d, 2)));
+                        key[d] = value_of(layer, h, j, d, 1);
+                        value[d] = value_of(layer, h, j, d, 2);
+                    }
+                    key = stored(type, key);
+                    value = stored(type, value);
+                    for (int32_t d = 0; d < head_dim; ++d) {
+                        ASSERT_EQ(c->key(layer, h, j, d), key[d]) << layer << " " << h << " " << j << " " << d;
+                        ASSERT_EQ(c->value(layer, h, j, d), value[d]) << layer << " " << h << " " << j << " " << d;
                     }
                 }
             }
@@ -309,7 +324,7 @@ TEST_P(KvCacheOfType, KeysLieInBlocksOf16AndCopyPrefixKeepsEveryPosition) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, KvCacheOfType, ::testing::Values(KvType::f32, KvType::f16, KvType::bf16),
+INSTANTIATE_TEST_SUITE_P(Types, KvCacheOfType, ::testing::Values(KvType::f32, KvType::f16, KvType::bf16, KvType::q8_0),
                          [](const ::testing::TestParamInfo<KvType>& info) { return kv_type_name(info.param); });
 
 }  // namespace

@@ -138,6 +138,30 @@ TEST_F(BatchInvariance, Bf16ActivationsAreBatchInvariantAndTheSameOnEveryPath) {
         std::vector<float>(whole.begin(), whole.begin() + 6 * vocab)));
 }
 
+// Every KV cache type: a key is rounded once when its row writes it, so a
+// row reads the same bits in a prefill, one at a time, in verify chunks, at
+// 1 or 2 threads and on every path.
+TEST_F(BatchInvariance, EveryKvTypeIsBatchInvariantAndTheSameOnEveryPath) {
+    for (kernels::KvType kv : {kernels::KvType::f32, kernels::KvType::bf16, kernels::KvType::q8_0}) {
+        auto load = [&](int threads, Isa isa) {
+            return load_cpu_backend(tinycode_dir(), threads, isa, kernels::Activations::f32, {},
+                                    kernels::quant_vnni_supported(isa), kv);
+        };
+        const Isa fastest = testing::fastest_isa(kernels::Activations::f32);
+        const std::vector<float> whole = logits_in_chunks(*load(2, fastest), 0, tokens_, {kTokens});
+        EXPECT_FALSE(bitwise_equal(whole, prefill_)) << kernels::kv_type_name(kv) << " reads what f16 reads";
+        EXPECT_TRUE(bitwise_equal(logits_in_chunks(*load(1, fastest), 0, tokens_, {1}), whole))
+            << kernels::kv_type_name(kv);
+        EXPECT_TRUE(bitwise_equal(logits_in_chunks(*load(2, fastest), 0, tokens_, {5, 16, 3, 40, 8}), whole))
+            << kernels::kv_type_name(kv);
+        for (Isa isa : testing::runnable_isas()) {
+            if (isa == Isa::avx512_bf16 || isa == fastest) continue;  // f32 activations only
+            EXPECT_TRUE(bitwise_equal(logits_in_chunks(*load(2, isa), 0, tokens_, {9, 64}), whole))
+                << kernels::kv_type_name(kv) << " on " << kernels::isa_name(isa);
+        }
+    }
+}
+
 TEST_F(BatchInvariance, ScalarPathGivesTheSameBits) {
     // The scalar path is slow (std::fma per lane): a prefix of the sequence.
     const std::vector<int32_t> prefix(tokens_.begin(), tokens_.begin() + 12);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "cpu/kernels/kv_format.h"
 
@@ -94,9 +95,12 @@ TEST(KvFormat, WideningIsExactForEveryHalfAndBf16) {
 }
 
 TEST(KvFormat, TypeNamesParseAndUnknownOnesAreRefused) {
-    for (KvType type : {KvType::f32, KvType::f16, KvType::bf16}) EXPECT_EQ(parse_kv_type(kv_type_name(type)), type);
-    EXPECT_EQ(kv_element_bytes(KvType::f32), 4u);
-    EXPECT_EQ(kv_element_bytes(KvType::f16), 2u);
+    for (KvType type : {KvType::f32, KvType::f16, KvType::bf16, KvType::q8_0})
+        EXPECT_EQ(parse_kv_type(kv_type_name(type)), type);
+    EXPECT_EQ(kv_value_row_bytes(KvType::f32, 128), 512u);
+    EXPECT_EQ(kv_value_row_bytes(KvType::f16, 128), 256u);
+    EXPECT_EQ(kv_value_row_bytes(KvType::q8_0, 128), 128u + 16u);  // 4 blocks: 128 int8 and 4 scales
+    EXPECT_EQ(kv_key_block_bytes(KvType::q8_0, 128), 16 * (128u + 16u));
     try {
         parse_kv_type("fp8");
         FAIL() << "fp8 parsed";
@@ -104,6 +108,27 @@ TEST(KvFormat, TypeNamesParseAndUnknownOnesAreRefused) {
         EXPECT_NE(std::string(e.what()).find("fp8"), std::string::npos);
         EXPECT_NE(std::string(e.what()).find("f16"), std::string::npos);
     }
+}
+
+TEST(KvFormat, Q8_0ScalesEachBlockByItsLargestMagnitudeAndRoundsToNearestEven) {
+    std::vector<float> x(64);
+    for (int i = 0; i < 32; ++i) x[i] = static_cast<float>(i - 16) * 0.25f;  // largest |x| 4 at i = 0
+    for (int i = 32; i < 64; ++i) x[i] = 0.0f;                                // an all-zero block
+    std::vector<int8_t> q(64);
+    float scales[2];
+    quantize_q8_0(x.data(), 64, q.data(), scales);
+    EXPECT_EQ(scales[0], 4.0f / 127);
+    EXPECT_EQ(q[0], -127);
+    EXPECT_EQ(q[16], 0);
+    EXPECT_EQ(scales[1], 0.0f);
+    for (int i = 32; i < 64; ++i) EXPECT_EQ(q[i], 0);
+    for (int i = 0; i < 32; ++i) {
+        EXPECT_EQ(q[i], std::nearbyint(x[i] / scales[0])) << i;
+        EXPECT_LE(std::fabs(q[i] * scales[0] - x[i]), scales[0] / 2 * 1.0001f) << i;
+    }
+    x[3] = std::nanf("");
+    quantize_q8_0(x.data(), 32, q.data(), scales);
+    EXPECT_TRUE(std::isnan(scales[0])) << "a NaN in a block reaches attention as NaN";
 }
 
 }  // namespace

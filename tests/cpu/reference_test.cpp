@@ -16,6 +16,8 @@
 #include <fstream>
 
 #include "cpu/cpu_backend.h"
+#include "model/load_error.h"
+#include "model/model_config.h"
 #include "tests/cpu/kernel_test_support.h"
 #include "tests/model/test_support.h"
 
@@ -78,7 +80,7 @@ class ReferenceFixture : public ::testing::TestWithParam<std::string> {};
 // bits) within 2e-2, measured at 5e-3..8e-3 on the four Llama-family
 // random-weight models. The default f16 cache (keys and values rounded to
 // 11 significant bits) within 2e-3 with f32 activations, measured at
-// 3e-4..5e-4; a bf16 cache within 1e-2.
+// 3e-4..5e-4; a bf16 cache within 1e-2, a q8_0 one within 3e-2.
 TEST_P(ReferenceFixture, CpuLogitsMatchThePytorchReferenceWithin1e4) {
     const nlohmann::json fixture = read_json(fixture_path("reference_" + GetParam() + ".json"));
     TempDir dir;
@@ -95,7 +97,17 @@ TEST_P(ReferenceFixture, CpuLogitsMatchThePytorchReferenceWithin1e4) {
         relative_error(cpu_logits(dir.str(), tokens, kernels::Activations::f32, kernels::KvType::bf16), fixture.at("logits"));
     EXPECT_LE(f16_kv, 2e-3);
     EXPECT_LE(bf16_kv, 1e-2);
-    std::printf("%s: f16 KV %.2e, bf16 KV %.2e relative to the fp32 reference\n", GetParam().c_str(), f16_kv, bf16_kv);
+    // q8_0 blocks are 32 dimensions: a smaller head is refused at load.
+    double q8_kv = 0;
+    if (model::load_model_config(dir.str()).head_dim % kernels::kKvQuantBlock == 0) {
+        q8_kv = relative_error(cpu_logits(dir.str(), tokens, kernels::Activations::f32, kernels::KvType::q8_0),
+                               fixture.at("logits"));
+        EXPECT_LE(q8_kv, 3e-2);
+    } else {
+        EXPECT_THROW(cpu_logits(dir.str(), tokens, kernels::Activations::f32, kernels::KvType::q8_0), model::LoadError);
+    }
+    std::printf("%s: f16 KV %.2e, bf16 KV %.2e, q8_0 KV %s relative to the fp32 reference\n", GetParam().c_str(),
+                f16_kv, bf16_kv, q8_kv > 0 ? std::to_string(q8_kv).c_str() : "refused (head_dim under 32)");
 }
 
 bool torch_available() { return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0; }
