@@ -21,6 +21,7 @@
 // Not thread-safe (owned by the engine's thread).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -36,6 +37,17 @@ class PromptCache {
 public:
     // `max_tokens`: the most KV positions held by cached streams together.
     explicit PromptCache(int64_t max_tokens) : max_tokens_(max_tokens) {}
+
+    // The token budget a budget of `bytes` buys at `bytes_per_token` of KV
+    // (a smaller KV type keeps more tokens), never under one whole context
+    // (a conversation as long as the context must resume) and never over
+    // `most_tokens`; `fallback` when the KV size is not known (0).
+    static int64_t tokens_for_bytes(uint64_t bytes, uint64_t bytes_per_token, int64_t context, int64_t most_tokens,
+                                    int64_t fallback) {
+        if (bytes_per_token == 0) return fallback;
+        const auto fit = static_cast<int64_t>(std::min<uint64_t>(bytes / bytes_per_token, static_cast<uint64_t>(most_tokens)));
+        return std::max(context, fit);
+    }
 
     struct Hit {
         StreamId source = -1;  // cached stream to copy from; -1: no hit

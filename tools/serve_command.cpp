@@ -222,9 +222,9 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
     // in bytes, so a smaller KV type keeps more tokens; always at least one
     // whole context, so a conversation as long as the context resumes.
     int64_t prompt_cache_tokens = engine::EngineOptions{}.prompt_cache_tokens;
-    if (cpu_backend && kv_bytes_per_token > 0) {
-        prompt_cache_tokens = std::max<int64_t>(
-            ctx_size, std::min<int64_t>(static_cast<int64_t>(kPromptCacheBytes / kv_bytes_per_token), kPromptCacheMostTokens));
+    if (cpu_backend) {
+        prompt_cache_tokens = engine::PromptCache::tokens_for_bytes(kPromptCacheBytes, kv_bytes_per_token, ctx_size,
+                                                                    kPromptCacheMostTokens, prompt_cache_tokens);
     }
     if (device.device == config::Device::cuda) {
         prompt_cache_tokens = std::min<int64_t>(prompt_cache_tokens, cuda.kv_tokens / 4);

@@ -20,6 +20,18 @@ bool contains(const std::vector<StreamId>& streams, StreamId s) {
     return std::find(streams.begin(), streams.end(), s) != streams.end();
 }
 
+TEST(PromptCache, AByteBudgetKeepsTwiceTheTokensOfAKvTypeHalfTheSize) {
+    const uint64_t budget = uint64_t{8} << 30;
+    // The Qwen3-0.6B shape: 229,376 bytes a token in f32, 114,688 in f16.
+    EXPECT_EQ(PromptCache::tokens_for_bytes(budget, 229376, 2048, 1 << 22, 65536), 37449);
+    EXPECT_EQ(PromptCache::tokens_for_bytes(budget, 114688, 2048, 1 << 22, 65536), 74898);
+    // Never under one context: a 40k-token conversation resumes whole.
+    EXPECT_EQ(PromptCache::tokens_for_bytes(budget, 229376, 40960, 1 << 22, 65536), 40960);
+    // Never over the cap, and the fallback when the KV size is unknown.
+    EXPECT_EQ(PromptCache::tokens_for_bytes(budget, 64, 2048, 1 << 22, 65536), 1 << 22);
+    EXPECT_EQ(PromptCache::tokens_for_bytes(budget, 0, 2048, 1 << 22, 65536), 65536);
+}
+
 TEST(PromptCache, EmptyCacheResumesAtZero) {
     PromptCache cache(1000);
     PromptCache::Hit hit = cache.find(range(0, 10));
