@@ -170,7 +170,7 @@ std::string finish_serve(ServerConfig& c, const ServeFlags& f, const std::string
                "backend (--device cpu, or auto, which --quantize keeps on the CPU)";
     }
     if (!c.kv_type.empty() && c.kv_type != "bf16" && c.device == Device::cuda) {
-        return "--kv-type " + c.kv_type + ": the CUDA backend's KV cache is bf16; f32 and f16 caches run on the CPU "
+        return "--kv-type " + c.kv_type + ": the CUDA backend's KV cache is bf16; f32, f16 and q8_0 caches run on the CPU "
                "backend (--device cpu, or auto, which --kv-type keeps on the CPU)";
     }
 

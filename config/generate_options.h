@@ -18,7 +18,7 @@ struct GenerateOptions {
     uint64_t seed = 0;                // --seed: the counter-based sampler's seed
     int threads = 0;                  // --threads: CPU threads (0: every core)
     std::string quantize;             // --quantize: q8_0, q4_0, q4_k or q6_k; empty: the checkpoint's precision
-    std::string kv_type;              // --kv-type: f32, f16 or bf16; empty: the backend's default (f16)
+    std::string kv_type;              // --kv-type: f32, f16, bf16 or q8_0; empty: the backend's default (f16)
     bool ignore_eos = false;          // --ignore-eos: do not stop at the model's EOS ids
     bool json = false;                // --json: print {"ids": [...]}
     bool timings = false;             // --timings: load, prompt and decode speed on stderr

@@ -39,7 +39,7 @@ struct ServerConfig {
     int threads = 0;                // 0: every core the process may use
     Device device = Device::automatic;
     std::string quantize;           // --quantize: q8_0, q4_0, q4_k or q6_k (CPU backend); empty: none
-    std::string kv_type;            // --kv-type: f32, f16 or bf16; empty: the backend's own (f16 CPU, bf16 CUDA)
+    std::string kv_type;            // --kv-type: f32, f16, bf16 or q8_0; empty: the backend's own (f16 CPU, bf16 CUDA)
     double gpu_memory_fraction = 0.90;
     int draft_tokens = 32;              // longest own-context draft; 0: no own-context drafts  // share of the GPU's memory for weights, KV cache and scratch
     std::string log_level = "info";
