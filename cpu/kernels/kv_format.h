@@ -23,6 +23,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/quant_blocks.h"
+
 namespace tf::cpu::kernels {
 
 enum class KvType { f32, f16, bf16, q8_0 };
@@ -91,57 +93,16 @@ inline void quantize_q8_0(const float* x, int32_t n, int8_t* q, float* scales) {
     }
 }
 
-// fp32 -> IEEE half, rounded to nearest even. Finite values beyond the
-// half range (and infinities) become +-65504; NaN stays a quiet NaN;
-// values below the smallest half subnormal round to a zero of their sign.
+// fp32 -> IEEE half, rounded to nearest even (model::float_to_fp16), but
+// finite values beyond the half range and infinities become +-65504; NaN
+// stays a quiet NaN.
 inline uint16_t f32_to_f16_bits(float value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, 4);
-    const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-    const uint32_t magnitude = bits & 0x7FFFFFFFu;
-    if (magnitude > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((bits >> 13) & 0x3FFu));
-    // 65520 = 0x477FF000 is the first value that rounds past 65504.
-    if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7BFFu);
-    if (magnitude >= 0x38800000u) {  // a normal half: rebias the exponent, round off 13 bits
-        const uint32_t rebiased = magnitude - 0x38000000u;
-        const uint32_t rounded = rebiased + 0xFFFu + ((rebiased >> 13) & 1u);
-        return static_cast<uint16_t>(sign | (rounded >> 13));
-    }
-    if (magnitude < 0x33000000u) return sign;  // below half the smallest subnormal (2^-25): zero
-    // A subnormal half: the significand with its implicit bit, shifted to
-    // units of 2^-24, rounded to nearest even.
-    const uint32_t exponent = magnitude >> 23;  // 102..112
-    const uint32_t significand = (magnitude & 0x7FFFFFu) | 0x800000u;
-    const uint32_t shift = 126 - exponent;      // 14..24
-    const uint32_t kept = significand >> shift, rest = significand & ((1u << shift) - 1), half = 1u << (shift - 1);
-    const uint32_t rounded = kept + (rest > half || (rest == half && (kept & 1u)) ? 1u : 0u);
-    return static_cast<uint16_t>(sign | rounded);
+    const uint16_t half = model::float_to_fp16(value);
+    return (half & 0x7FFFu) == 0x7C00u ? static_cast<uint16_t>((half & 0x8000u) | 0x7BFFu) : half;
 }
 
 // IEEE half -> fp32, exact (as VCVTPH2PS).
-inline float f16_bits_to_f32(uint16_t half) {
-    const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
-    const uint32_t exponent = (half >> 10) & 0x1Fu, mantissa = half & 0x3FFu;
-    uint32_t bits;
-    if (exponent == 0x1F) {
-        bits = sign | 0x7F800000u | (mantissa << 13);
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-    } else if (mantissa == 0) {
-        bits = sign;
-    } else {  // subnormal: normalize
-        int32_t e = -1;
-        uint32_t m = mantissa;
-        do {
-            ++e;
-            m <<= 1;
-        } while ((m & 0x400u) == 0);
-        bits = sign | static_cast<uint32_t>(112 - e) << 23 | ((m & 0x3FFu) << 13);
-    }
-    float value;
-    std::memcpy(&value, &bits, 4);
-    return value;
-}
+inline float f16_bits_to_f32(uint16_t half) { return model::fp16_to_float(half); }
 
 // fp32 -> bf16, rounded to nearest even, NaN kept quiet; subnormals keep
 // what rounding leaves of them (they are as exact as bf16 allows).
