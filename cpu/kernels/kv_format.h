@@ -23,7 +23,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/checkpoint_writer.h"
 #include "model/quant_blocks.h"
+#include "model/safetensors.h"
 
 namespace tf::cpu::kernels {
 
@@ -104,21 +106,9 @@ inline uint16_t f32_to_f16_bits(float value) {
 // IEEE half -> fp32, exact (as VCVTPH2PS).
 inline float f16_bits_to_f32(uint16_t half) { return model::fp16_to_float(half); }
 
-// fp32 -> bf16, rounded to nearest even, NaN kept quiet; subnormals keep
-// what rounding leaves of them (they are as exact as bf16 allows).
-inline uint16_t f32_to_bf16_bits(float value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, 4);
-    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
-    bits += 0x7FFFu + ((bits >> 16) & 1u);
-    return static_cast<uint16_t>(bits >> 16);
-}
-
-inline float bf16_bits_to_f32(uint16_t value) {
-    const uint32_t bits = static_cast<uint32_t>(value) << 16;
-    float out;
-    std::memcpy(&out, &bits, 4);
-    return out;
-}
+// fp32 -> bf16, rounded to nearest even, NaN kept quiet, subnormals kept
+// (model::float_to_bf16); bf16 -> fp32, exact.
+inline uint16_t f32_to_bf16_bits(float value) { return model::float_to_bf16(value); }
+inline float bf16_bits_to_f32(uint16_t value) { return model::bf16_to_float(value); }
 
 }  // namespace tf::cpu::kernels
