@@ -22,12 +22,6 @@ using testing::random_floats;
 
 std::vector<Isa> available_isas() { return testing::runnable_isas(); }
 
-float from_bits(uint32_t bits) {
-    float x;
-    std::memcpy(&x, &bits, 4);
-    return x;
-}
-
 std::vector<float> exp16_of(Isa isa, std::vector<float> x) {
     x.resize((x.size() + 15) / 16 * 16, 0.0f);
     std::vector<float> out(x.size());
@@ -48,8 +42,8 @@ TEST(Exp16, IsWithinTwoUlpOfTheExactExponentialAndTheSameBitsOnEveryPath) {
     // Every 193rd float from -104 to 88.72 (results from subnormal to near
     // the largest float); the step is odd, so every last bit comes up.
     std::vector<float> x;
-    for (uint32_t bits = 0x80000000u; bits <= 0xC2D00000u; bits += 193) x.push_back(from_bits(bits));
-    for (uint32_t bits = 0; bits <= 0x42B17200u; bits += 193) x.push_back(from_bits(bits));
+    for (uint32_t bits = 0x80000000u; bits <= 0xC2D00000u; bits += 193) x.push_back(testing::float_from_bits(bits));
+    for (uint32_t bits = 0; bits <= 0x42B17200u; bits += 193) x.push_back(testing::float_from_bits(bits));
     const std::vector<float> scalar = exp16_of(Isa::scalar, x);
     double worst = 0, worst_normal = 0;
     for (size_t i = 0; i < x.size(); ++i) {

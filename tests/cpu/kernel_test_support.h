@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -21,6 +22,13 @@ using kernels::Activations;
 using kernels::Isa;
 using kernels::WeightFormat;
 using kernels::WeightMatrix;
+
+// The float whose IEEE bits these are.
+inline float float_from_bits(uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+}
 
 // Every path this CPU runs.
 inline std::vector<Isa> runnable_isas() {

@@ -10,15 +10,10 @@
 #include <vector>
 
 #include "cpu/kernels/kv_format.h"
+#include "tests/cpu/kernel_test_support.h"
 
 namespace tf::cpu::kernels {
 namespace {
-
-float from_bits(uint32_t bits) {
-    float x;
-    std::memcpy(&x, &bits, 4);
-    return x;
-}
 
 __attribute__((target("f16c"))) uint16_t hardware_f16(float x) {
     return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT), 0));
@@ -35,7 +30,7 @@ TEST(KvFormat, HalfRoundsToNearestEvenAsF16cDoesInsideItsRange) {
     // two halves (where the rounding decides).
     for (uint32_t bits = 0; bits < 0x477FF000u; bits += 97) {
         for (uint32_t sign : {0u, 0x80000000u}) {
-            const float x = from_bits(bits | sign);
+            const float x = testing::float_from_bits(bits | sign);
             ASSERT_EQ(f32_to_f16_bits(x), hardware_f16(x)) << std::hexfloat << x;
             ++compared;
         }

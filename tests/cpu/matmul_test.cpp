@@ -16,12 +16,7 @@
 namespace tf::cpu::kernels {
 namespace {
 
-float bits_to_float(uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-float bf16_value(uint16_t h) { return bits_to_float(static_cast<uint32_t>(h) << 16); }
+float bf16_value(uint16_t h) { return testing::float_from_bits(static_cast<uint32_t>(h) << 16); }
 
 using testing::random_floats;
 using Matrix = testing::TestWeights;
@@ -40,16 +35,16 @@ std::vector<float> run(const KernelTable& table, const std::vector<float>& x, in
 
 TEST(ActivationToBf16, RoundsToNearestEvenAndFlushesSubnormals) {
     EXPECT_EQ(activation_to_bf16(1.0f), 0x3F80);
-    EXPECT_EQ(activation_to_bf16(bits_to_float(0x3F808000u)), 0x3F80);  // tie, even stays
-    EXPECT_EQ(activation_to_bf16(bits_to_float(0x3F818000u)), 0x3F82);  // tie, odd rounds up
-    EXPECT_EQ(activation_to_bf16(bits_to_float(0x3F808001u)), 0x3F81);  // above the tie
+    EXPECT_EQ(activation_to_bf16(testing::float_from_bits(0x3F808000u)), 0x3F80);  // tie, even stays
+    EXPECT_EQ(activation_to_bf16(testing::float_from_bits(0x3F818000u)), 0x3F82);  // tie, odd rounds up
+    EXPECT_EQ(activation_to_bf16(testing::float_from_bits(0x3F808001u)), 0x3F81);  // above the tie
     EXPECT_EQ(activation_to_bf16(-2.5f), 0xC020);
-    EXPECT_EQ(activation_to_bf16(bits_to_float(0x00400000u)), 0x0000);  // subnormal
-    EXPECT_EQ(activation_to_bf16(bits_to_float(0x80000001u)), 0x8000);  // negative subnormal keeps its sign
-    EXPECT_EQ(activation_to_bf16(bits_to_float(0x7F7FFFFFu)), 0x7F80);  // rounds up into infinity
+    EXPECT_EQ(activation_to_bf16(testing::float_from_bits(0x00400000u)), 0x0000);  // subnormal
+    EXPECT_EQ(activation_to_bf16(testing::float_from_bits(0x80000001u)), 0x8000);  // negative subnormal keeps its sign
+    EXPECT_EQ(activation_to_bf16(testing::float_from_bits(0x7F7FFFFFu)), 0x7F80);  // rounds up into infinity
     EXPECT_EQ(activation_to_bf16(INFINITY), 0x7F80);
     EXPECT_TRUE(std::isnan(bf16_value(activation_to_bf16(NAN))));
-    EXPECT_TRUE(std::isnan(bf16_value(activation_to_bf16(bits_to_float(0x7F800001u)))));  // signalling stays NaN
+    EXPECT_TRUE(std::isnan(bf16_value(activation_to_bf16(testing::float_from_bits(0x7F800001u)))));  // signalling stays NaN
 }
 
 TEST(ActivationPaths, AreParsedAndRefusedByName) {
