@@ -3,9 +3,14 @@
 // then every matmul path this CPU runs, by weight format and batch rows M,
 // as GOP/s and as a fraction of the peak of the instruction that path is
 // built on. Decode (M = 1) is bound by memory, not by this peak; the rows
-// of a verify round or a prefill chunk should approach it.
+// of a verify round or a prefill chunk should approach it. Last, the
+// attention kernel on one thread: one kv head's query vectors (1, 2, 8 and
+// 32: a decode row and rows of a verify round, two query heads a row as in
+// Qwen3-0.6B) over 4096 and 16384 cached keys, by KV type, against the
+// fp32 FMA peak.
 //
 //   build/bench-dot [--seconds=S] [--threads=1,2] [--n=3072] [--k=1024] [--peaks-only] [--path=TEXT]
+//                   [--attention-only]
 //
 // The matrix is N x K (3072 x 1024: the gate or up projection of the
 // Qwen3-0.6B shape); ops count a multiply-add as 2.
@@ -17,12 +22,15 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <ctime>
 #include <vector>
 
 #include "bench/compute_peak.h"
+#include "cpu/kernels/attention.h"
 #include "cpu/kernels/isa.h"
 #include "cpu/kernels/matmul.h"
 #include "cpu/kernels/quant_matmul.h"
+#include "cpu/kv_cache.h"
 #include "cpu/thread_pool.h"
 #include "model/quant_blocks.h"
 
@@ -40,6 +48,7 @@ struct Options {
     std::vector<int> threads = {1, 2};
     int32_t n = 3072, k = 1024;
     bool peaks_only = false;
+    bool attention_only = false;
     std::string path;  // only the paths whose name contains this
 };
 
@@ -68,6 +77,8 @@ Options parse(int argc, char** argv) {
             o.path = v;
         } else if (arg == "--peaks-only") {
             o.peaks_only = true;
+        } else if (arg == "--attention-only") {
+            o.attention_only = true;
         } else {
             std::fprintf(stderr, "bench-dot: unknown argument %s\n", arg.c_str());
             std::exit(2);
@@ -178,6 +189,77 @@ std::vector<Path> paths(int32_t k) {
     return out;
 }
 
+// FMA ops (a multiply-add counted as 2) per second of one attention call
+// over `keys` cached keys for `vectors` query vectors of one kv head, as a
+// verify round's rows (two vectors a row, the rows at the last positions).
+double attention_rate(Isa isa, KvType type, int32_t vectors, int32_t keys, double seconds) {
+    constexpr int32_t head_dim = 128;
+    tf::cpu::KvCache cache(1, 1, head_dim, keys, type);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> k(head_dim), v(head_dim), q(static_cast<size_t>(vectors) * head_dim),
+        out(static_cast<size_t>(vectors) * head_dim);
+    for (int32_t j = 0; j < keys; ++j) {
+        for (int32_t d = 0; d < head_dim; ++d) k[d] = dist(rng), v[d] = dist(rng);
+        cache.write(0, j, k.data(), v.data());
+    }
+    for (float& x : q) x = dist(rng);
+    std::vector<AttentionQuery> queries;
+    const int32_t rows = (vectors + 1) / 2;
+    for (int32_t i = 0; i < vectors; ++i)
+        queries.push_back({q.data() + i * head_dim, out.data() + i * head_dim, keys - rows + i / 2});
+    auto once = [&] {
+        attention_queries(isa, queries.data(), vectors, cache.keys(0), cache.values(0), 0, head_dim, 0.088f, type);
+    };
+    // The thread's CPU time, not the wall clock: on one thread the kernel's
+    // rate is what counts, not the time other processes take the core.
+    auto cpu_seconds = [] {
+        timespec t{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+    };
+    once();
+    int64_t runs = 0;
+    const double start = cpu_seconds();
+    double elapsed = 0;
+    do {
+        once();
+        ++runs;
+        elapsed = cpu_seconds() - start;
+    } while (elapsed < seconds);
+    return 4.0 * vectors * static_cast<double>(keys) * head_dim * runs / elapsed;
+}
+
+void print_attention(const std::map<std::string, std::map<int, double>>& peak, double seconds) {
+    constexpr int32_t kVectors[] = {1, 2, 8, 32};
+    constexpr int32_t kKeys[] = {4096, 16384};
+    std::printf("\n## Attention, one thread: GFLOP/s and %% of the fp32 FMA peak, by query vectors and keys\n\n"
+                "| path | KV |");
+    for (int32_t keys : kKeys)
+        for (int32_t n : kVectors) std::printf(" %d x %d |", n, keys);
+    std::printf("\n|---|---|");
+    for (size_t i = 0; i < std::size(kKeys) * std::size(kVectors); ++i) std::printf("---|");
+    std::printf("\n");
+    const std::pair<Isa, const char*> isas[] = {{Isa::avx2, "VFMADD231PS ymm"}, {Isa::avx512, "VFMADD231PS zmm"}};
+    for (const auto& [isa, loop] : isas) {
+        if (!isa_supported(isa)) continue;
+        const auto found = peak.find(loop);
+        const double limit = found == peak.end() ? 0 : found->second.at(1);
+        for (KvType type : {KvType::f32, KvType::f16, KvType::q8_0}) {
+            std::printf("| %s | %s |", isa_name(isa), kv_type_name(type));
+            for (int32_t keys : kKeys) {
+                for (int32_t n : kVectors) {
+                    const double rate = attention_rate(isa, type, n, keys, seconds);
+                    if (limit > 0) std::printf(" %.1f (%.0f%%) |", rate / 1e9, 100.0 * rate / limit);
+                    else std::printf(" %.1f |", rate / 1e9);
+                    std::fflush(stdout);
+                }
+            }
+            std::printf("\n");
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +272,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
     std::map<std::string, std::map<int, double>> peak;  // loop -> threads -> ops/s
     for (const auto& loop : peak_loops()) {
+        if (o.attention_only && loop.name.rfind("VFMADD231PS", 0) != 0) continue;
         std::printf("| %s |", loop.name.c_str());
         if (!loop.supported()) {
             for (size_t i = 0; i < o.threads.size(); ++i) std::printf(" not on this CPU |");
@@ -204,6 +287,10 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
     }
     if (o.peaks_only) return 0;
+    if (o.attention_only) {
+        print_attention(peak, o.seconds);
+        return 0;
+    }
 
     std::printf("\n## Matmul %d x %d: GOP/s and %% of the path's peak, by rows M\n", o.n, o.k);
     const std::vector<Path> all = paths(o.k);
@@ -237,5 +324,6 @@ int main(int argc, char** argv) {
             }
         }
     }
+    print_attention(peak, o.seconds);
     return 0;
 }

@@ -24,16 +24,32 @@ namespace tf::cpu::kernels {
 
 // kernels
 
-// Tests call the path's kernel through these: `heads` query heads of one
-// row (q and out head after head) over keys first..last of a cache of
-// element type `kv`.
+// Tests call the path's kernel through these. attention_queries: `count`
+// query vectors (each up to its own last key) in one call over every
+// block, the way the launcher runs a unit on one thread.
+inline void attention_queries(Isa isa, const AttentionQuery* queries, int32_t count, const void* keys,
+                              const void* values, int32_t first, int32_t head_dim, float scale,
+                              KvType kv = KvType::f32) {
+    const KernelTable& table = kernel_table(isa);
+    const size_t state_floats = attention_state_floats(head_dim);
+    std::vector<float> states(count * state_floats);
+    int32_t max_last = first;
+    for (int32_t v = 0; v < count; ++v) {
+        reset_attention_state(states.data() + v * state_floats, head_dim);
+        max_last = std::max(max_last, queries[v].last);
+    }
+    table.attention(kv)(queries, count, keys, values, first, head_dim, scale, first / kAttentionBlock,
+                        max_last / kAttentionBlock + 1, states.data(), false);
+    for (int32_t v = 0; v < count; ++v) table.attention_finish(states.data() + v * state_floats, head_dim, queries[v].out);
+}
+// `heads` query heads of one row (q and out head after head) over keys
+// first..last.
 inline void attention_heads(Isa isa, const float* q, int32_t heads, const void* keys, const void* values,
                             int32_t first, int32_t last, int32_t head_dim, float scale, float* out,
                             KvType kv = KvType::f32) {
     std::vector<AttentionQuery> queries;
     for (int32_t h = 0; h < heads; ++h) queries.push_back({q + h * head_dim, out + h * head_dim, last});
-    std::vector<float> scratch(attention_scratch_floats(heads, last, head_dim));
-    kernel_table(isa).attention(kv)(queries.data(), heads, keys, values, first, head_dim, scale, scratch.data());
+    attention_queries(isa, queries.data(), heads, keys, values, first, head_dim, scale, kv);
 }
 inline void exp16_values(Isa isa, const float* x, size_t n, float* out) { kernel_table(isa).exp16_values(x, n, out); }
 
@@ -78,8 +94,17 @@ struct AttentionScratch {
     struct Piece {
         int32_t begin, end;  // rows [begin, end) of one stream, the same first key
     };
+    struct Unit {
+        AttentionQuery queries[kAttentionMaxQueries];
+        int32_t count = 0;
+        const char *keys = nullptr, *values = nullptr;
+        int32_t first = 0, block_begin = 0, block_end = 0;
+        size_t block_states = 0;  // where its per-block states start in `blocks`, in floats
+    };
     std::vector<Piece> pieces;
-    std::vector<std::vector<float>> buffers;  // one per range of units a thread runs
+    std::vector<Unit> units;
+    std::vector<std::vector<float>> buffers;  // states, one per range of units a thread runs
+    std::vector<float> blocks;                // per-block states when blocks go to threads
 };
 
 // q: M rows of num_heads * head_dim; out likewise. Every row's cache holds
@@ -90,9 +115,12 @@ struct AttentionScratch {
 // together, so a verify round or a prefill chunk reads a stream's KV once
 // per piece, not once per row. Pieces take as many rows as a call takes
 // vectors, fewer when that would leave threads idle; heads split only when
-// even one-row pieces leave threads idle. A vector's bits do not depend on
-// the vectors it runs with, so these choices may follow M and the thread
-// count.
+// even one-row pieces leave threads idle. When units are still fewer than
+// threads (decode of a long row with few kv heads), the units' key blocks
+// go to the threads, each block's state kept apart and folded in block
+// order afterwards: the operations one thread would do, so the same bits.
+// A vector's bits do not depend on the vectors it runs with, so all these
+// choices may follow M and the thread count.
 inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& pool, const float* q, int32_t M,
                       const AttentionRow* rows, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim, float scale,
                       float* out, AttentionScratch& scratch) {
@@ -119,30 +147,93 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
     const int32_t per_unit = (group + parts - 1) / parts, chunks = (group + per_unit - 1) / per_unit;
     const int64_t units = units_unsplit * chunks;
     const size_t row_floats = static_cast<size_t>(num_heads) * head_dim;
+    const size_t state_floats = attention_state_floats(head_dim);
+
+    // The units, head-major: consecutive units are the same heads over
+    // consecutive pieces, so a kv head stays in L2 between them.
+    scratch.units.resize(static_cast<size_t>(units));
+    int64_t blocks = 0;
+    size_t block_floats = 0;
+    for (int64_t u = 0; u < units; ++u) {
+        AttentionScratch::Unit& unit = scratch.units[static_cast<size_t>(u)];
+        const AttentionScratch::Piece piece = scratch.pieces[static_cast<size_t>(u % pieces)];
+        const auto part = static_cast<int32_t>(u / pieces);
+        const int32_t kv_head = part / chunks, h = kv_head * group + (part % chunks) * per_unit;
+        const int32_t heads = std::min(per_unit, (kv_head + 1) * group - h);
+        unit.count = 0;
+        int32_t max_last = 0;
+        for (int32_t m = piece.begin; m < piece.end; ++m) {
+            max_last = std::max(max_last, rows[m].last);
+            for (int32_t i = 0; i < heads; ++i) {
+                const size_t at = m * row_floats + static_cast<size_t>(h + i) * head_dim;
+                unit.queries[unit.count++] = {q + at, out + at, rows[m].last};
+            }
+        }
+        const AttentionRow& row = rows[piece.begin];
+        const size_t kv = static_cast<size_t>(kv_head) * row.head_stride;
+        unit.keys = row.keys + kv;
+        unit.values = row.values + kv;
+        unit.first = row.first;
+        unit.block_begin = row.first / kAttentionBlock;
+        unit.block_end = max_last / kAttentionBlock + 1;
+        unit.block_states = block_floats;
+        blocks += unit.block_end - unit.block_begin;
+        block_floats += static_cast<size_t>(unit.block_end - unit.block_begin) * unit.count * state_floats;
+    }
+    auto finish = [&](const AttentionScratch::Unit& unit, const float* states) {
+        for (int32_t v = 0; v < unit.count; ++v)
+            kernels.attention_finish(states + v * state_floats, head_dim, unit.queries[v].out);
+    };
+
+    if (units >= pool.size() || blocks == units) {
+        scratch.buffers.resize(static_cast<size_t>(units));
+        pool.parallel_for(units, [&](int64_t begin, int64_t end) {
+            std::vector<float>& states = scratch.buffers[static_cast<size_t>(begin)];
+            states.resize(kAttentionMaxQueries * state_floats);
+            for (int64_t u = begin; u < end; ++u) {
+                const AttentionScratch::Unit& unit = scratch.units[static_cast<size_t>(u)];
+                for (int32_t v = 0; v < unit.count; ++v) reset_attention_state(states.data() + v * state_floats, head_dim);
+                kernel(unit.queries, unit.count, unit.keys, unit.values, unit.first, head_dim, scale, unit.block_begin,
+                       unit.block_end, states.data(), false);
+                finish(unit, states.data());
+            }
+        });
+        return;
+    }
+    // Every (unit, block) is a task; a thread's range covers consecutive
+    // blocks of one or more units.
+    scratch.blocks.resize(block_floats);
+    pool.parallel_for(blocks, [&](int64_t begin, int64_t end) {
+        int64_t at = 0;  // the first block of unit u, counted over every unit
+        for (const AttentionScratch::Unit& unit : scratch.units) {
+            const int64_t n = unit.block_end - unit.block_begin;
+            const int64_t lo = std::max(begin, at), hi = std::min(end, at + n);
+            if (lo < hi) {
+                float* states = scratch.blocks.data() + unit.block_states + (lo - at) * unit.count * state_floats;
+                kernel(unit.queries, unit.count, unit.keys, unit.values, unit.first, head_dim, scale,
+                       unit.block_begin + static_cast<int32_t>(lo - at), unit.block_begin + static_cast<int32_t>(hi - at),
+                       states, true);
+            }
+            at += n;
+        }
+    });
     scratch.buffers.resize(static_cast<size_t>(units));
     pool.parallel_for(units, [&](int64_t begin, int64_t end) {
-        std::vector<float>& buffer = scratch.buffers[static_cast<size_t>(begin)];
-        for (int64_t unit = begin; unit < end; ++unit) {
-            // Head-major: consecutive units are the same heads over
-            // consecutive pieces, so a kv head stays in L2 between them.
-            const AttentionScratch::Piece piece = scratch.pieces[static_cast<size_t>(unit % pieces)];
-            const auto part = static_cast<int32_t>(unit / pieces);
-            const int32_t kv_head = part / chunks, h = kv_head * group + (part % chunks) * per_unit;
-            const int32_t heads = std::min(per_unit, (kv_head + 1) * group - h);
-            AttentionQuery queries[kAttentionMaxQueries];
-            int32_t count = 0, max_last = 0;
-            for (int32_t m = piece.begin; m < piece.end; ++m) {
-                max_last = std::max(max_last, rows[m].last);
-                for (int32_t i = 0; i < heads; ++i) {
-                    const size_t at = m * row_floats + static_cast<size_t>(h + i) * head_dim;
-                    queries[count++] = {q + at, out + at, rows[m].last};
-                }
+        std::vector<float>& states = scratch.buffers[static_cast<size_t>(begin)];
+        states.resize(kAttentionMaxQueries * state_floats);
+        for (int64_t u = begin; u < end; ++u) {
+            const AttentionScratch::Unit& unit = scratch.units[static_cast<size_t>(u)];
+            for (int32_t v = 0; v < unit.count; ++v) {
+                float* state = states.data() + v * state_floats;
+                reset_attention_state(state, head_dim);
+                // Blocks past the vector's last key hold nothing of it.
+                const int32_t blocks_of_v = unit.queries[v].last / kAttentionBlock + 1 - unit.block_begin;
+                for (int32_t b = 0; b < blocks_of_v; ++b)
+                    kernels.attention_merge(
+                        scratch.blocks.data() + unit.block_states + (static_cast<size_t>(b) * unit.count + v) * state_floats,
+                        state, head_dim);
             }
-            const size_t needed = attention_scratch_floats(count, max_last, head_dim);
-            if (buffer.size() < needed) buffer.resize(needed);
-            const AttentionRow& row = rows[piece.begin];
-            const size_t kv = static_cast<size_t>(kv_head) * row.head_stride;
-            kernel(queries, count, row.keys + kv, row.values + kv, row.first, head_dim, scale, buffer.data());
+            finish(unit, states.data());
         }
     });
 }

@@ -15,6 +15,7 @@
 // computes. See docs/design.md, "Numerics".
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -94,13 +95,14 @@ struct AttentionQuery {
 };
 // The most query vectors one attention call takes.
 constexpr int32_t kAttentionMaxQueries = 32;
-// Floats between two vectors' score rows when the furthest key is max_last.
-inline size_t attention_score_stride(int32_t max_last) { return static_cast<size_t>(max_last + 16) / 16 * 16; }
-// The scratch an attention call needs: a score row and four head_dim-wide
-// accumulator chains per vector.
-inline size_t attention_scratch_floats(int32_t count, int32_t max_last, int32_t head_dim) {
-    return static_cast<size_t>(count) * (attention_score_stride(max_last) + 4 * static_cast<size_t>(head_dim));
-}
+// Keys go through attention in blocks of this many positions, aligned to
+// absolute positions; each block is a softmax of its own, folded into the
+// running result in block order (attention_impl.inc). Part of the
+// numerics: every row of every model blocks its keys the same way.
+constexpr int32_t kAttentionBlock = 256;
+// One vector's attention state: o (head_dim floats), then m and l, padded
+// so that consecutive states keep o 64-byte aligned.
+inline size_t attention_state_floats(int32_t head_dim) { return static_cast<size_t>(head_dim) + 16; }
 
 // Causal attention for `count` (1..kAttentionMaxQueries) query vectors of
 // one kv head, each over keys j in [first, its last]: softmax(q . k_j *
@@ -110,8 +112,28 @@ inline size_t attention_scratch_floats(int32_t count, int32_t max_last, int32_t 
 // vectors may be heads of several rows of one stream: they read the keys
 // and values together, and a vector gets the same bits whichever others
 // share its call (attention_impl.inc).
+//
+// The call covers key blocks [block_begin, block_end) of kAttentionBlock
+// positions. Without `per_block` it folds them into the vectors' states
+// (vector v's at states + v * attention_state_floats(head_dim); start
+// them with reset_attention_state, finish with AttentionFinishFn). With
+// it, block b's own state for vector v goes to
+// states + ((b - block_begin) * count + v) * attention_state_floats(head_dim),
+// to be folded later, in block order, by AttentionMergeFn.
 using AttentionFn = void (*)(const AttentionQuery* queries, int32_t count, const void* keys, const void* values,
-                             int32_t first, int32_t head_dim, float scale, float* scratch);
+                             int32_t first, int32_t head_dim, float scale, int32_t block_begin, int32_t block_end,
+                             float* states, bool per_block);
+// Folds one block's state (from a per_block call) into `state`.
+using AttentionMergeFn = void (*)(const float* block, float* state, int32_t head_dim);
+// out = o / l of a finished state.
+using AttentionFinishFn = void (*)(const float* state, int32_t head_dim, float* out);
+
+// The empty state: m = -inf, l = 0, o = 0.
+inline void reset_attention_state(float* state, int32_t head_dim) {
+    for (int32_t d = 0; d < head_dim; ++d) state[d] = 0.0f;
+    state[head_dim] = -INFINITY;
+    state[head_dim + 1] = 0.0f;
+}
 
 // out[i] = e^x[i] as the attention computes it, n a multiple of 16, out
 // may be x (the SiLU of the MLP runs on it too).
@@ -129,6 +151,8 @@ struct KernelTable {
     PackRowsFn pack_rows = nullptr;
     MatmulFn matmul = nullptr;
     AttentionFn attention_kernels[kKvTypes] = {};  // by KvType
+    AttentionMergeFn attention_merge = nullptr;
+    AttentionFinishFn attention_finish = nullptr;
     Exp16Fn exp16_values = nullptr;
     ScanStateRowFn scan_state_row = nullptr;
 

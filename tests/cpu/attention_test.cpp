@@ -192,9 +192,8 @@ TEST(Attention, AVectorGetsTheSameBitsAloneOrWithTheOtherRowsOfItsStream) {
                 std::vector<AttentionQuery> queries;
                 for (int32_t v = 0; v < count; ++v)
                     queries.push_back({q.data() + v * head_dim, together.data() + v * head_dim, r.last + v / heads});
-                std::vector<float> scratch(attention_scratch_floats(count, max_last, head_dim));
-                kernel_table(isa).attention(KvType::f32)(queries.data(), count, head.keys.data(), head.values.data(), r.first,
-                                            head_dim, scale, scratch.data());
+                attention_queries(isa, queries.data(), count, head.keys.data(), head.values.data(), r.first, head_dim,
+                                  scale);
                 for (int32_t v = 0; v < count; ++v) {
                     std::vector<float> alone(head_dim);
                     attention_heads(isa, q.data() + v * head_dim, 1, head.keys.data(), head.values.data(), r.first,
@@ -242,6 +241,52 @@ TEST(Attention, ANarrowCacheGivesTheBitsOfAnFp32CacheHoldingTheSameNumbers) {
                     ASSERT_TRUE(testing::bitwise_equal(narrow_out, wide_out))
                         << isa_name(isa) << " " << kv_type_name(type) << " keys " << r.first << ".." << last;
                 }
+            }
+        }
+    }
+}
+
+// The launcher over a real cache: a long decode row, a window that starts
+// mid-block and a verify round, at 1 to 8 threads. With one kv head the
+// units are fewer than the threads from 3 threads on, so their key blocks
+// go to different threads and are folded afterwards: every row must still
+// get the bits of the kernel run alone, on one thread, over every block.
+TEST(Attention, KeyBlocksSpreadOverThreadsGiveTheBitsOfOneThread) {
+    const int32_t head_dim = 64, num_heads = 2, length = 1700;
+    KvCache cache(1, 1, head_dim, length, KvType::f16);
+    const std::vector<float> k = random_floats(static_cast<size_t>(length) * head_dim, 41, 2.0f);
+    const std::vector<float> v = random_floats(static_cast<size_t>(length) * head_dim, 43);
+    for (int32_t j = 0; j < length; ++j) cache.write(0, j, k.data() + j * head_dim, v.data() + j * head_dim);
+    struct Round {
+        int32_t first, last, rows;  // rows at last - rows + 1 .. last
+    };
+    const Round rounds[] = {{0, 1650, 1}, {300, 1650, 1}, {0, 1699, 4}, {700, 1300, 5}, {0, 200, 2}};
+    for (const Round& round : rounds) {
+        const std::vector<float> q = random_floats(static_cast<size_t>(round.rows) * num_heads * head_dim, 44);
+        std::vector<AttentionRow> rows(static_cast<size_t>(round.rows));
+        for (int32_t m = 0; m < round.rows; ++m) {
+            AttentionRow& row = rows[static_cast<size_t>(m)];
+            row.keys = cache.keys(0);
+            row.values = cache.values(0);
+            row.head_stride = cache.head_stride();
+            row.first = round.first;
+            row.last = round.last - round.rows + 1 + m;
+        }
+        for (Isa isa : available_isas()) {
+            std::vector<float> alone(q.size());
+            for (int32_t m = 0; m < round.rows; ++m) {
+                const size_t at = static_cast<size_t>(m) * num_heads * head_dim;
+                attention_heads(isa, q.data() + at, num_heads, cache.keys(0), cache.values(0), round.first,
+                                rows[static_cast<size_t>(m)].last, head_dim, 0.125f, alone.data() + at, KvType::f16);
+            }
+            for (int threads : {1, 2, 3, 5, 8}) {
+                ThreadPool pool(threads);
+                AttentionScratch scratch;
+                std::vector<float> out(q.size());
+                attention(kernel_table(isa), KvType::f16, pool, q.data(), round.rows, rows.data(), num_heads, 1,
+                          head_dim, 0.125f, out.data(), scratch);
+                ASSERT_TRUE(testing::bitwise_equal(out, alone))
+                    << isa_name(isa) << " " << threads << " threads, keys " << round.first << ".." << round.last;
             }
         }
     }
