@@ -32,14 +32,14 @@ inline void attention_queries(Isa isa, const AttentionQuery* queries, int32_t co
                               KvType kv = KvType::f32) {
     const KernelTable& table = kernel_table(isa);
     const size_t state_floats = attention_state_floats(head_dim);
-    std::vector<float> states(count * state_floats);
+    std::vector<float> states(count * state_floats), scratch(attention_scratch_floats(head_dim));
     int32_t max_last = first;
     for (int32_t v = 0; v < count; ++v) {
         reset_attention_state(states.data() + v * state_floats, head_dim);
         max_last = std::max(max_last, queries[v].last);
     }
     table.attention(kv)(queries, count, keys, values, first, head_dim, scale, first / kAttentionBlock,
-                        max_last / kAttentionBlock + 1, states.data(), false);
+                        max_last / kAttentionBlock + 1, states.data(), false, scratch.data());
     for (int32_t v = 0; v < count; ++v) table.attention_finish(states.data() + v * state_floats, head_dim, queries[v].out);
 }
 // `heads` query heads of one row (q and out head after head) over keys
@@ -103,7 +103,6 @@ struct AttentionScratch {
     };
     std::vector<Piece> pieces;
     std::vector<Unit> units;
-    std::vector<std::vector<float>> buffers;  // states, one per range of units a thread runs
     std::vector<float> blocks;                // per-block states when blocks go to threads
 };
 
@@ -180,22 +179,30 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
         blocks += unit.block_end - unit.block_begin;
         block_floats += static_cast<size_t>(unit.block_end - unit.block_begin) * unit.count * state_floats;
     }
+    const size_t kernel_floats = attention_scratch_floats(head_dim);
+    const size_t buffer_floats = kernel_floats + kAttentionMaxQueries * state_floats;
+    // Each thread's kernel scratch and unit states, kept for its next call
+    // (threads x buffer_floats in all, bounded whatever the chunking).
+    auto thread_buffer = [buffer_floats]() -> float* {
+        thread_local std::vector<float> buffer;
+        if (buffer.size() < buffer_floats) buffer.resize(buffer_floats);
+        return buffer.data();
+    };
     auto finish = [&](const AttentionScratch::Unit& unit, const float* states) {
         for (int32_t v = 0; v < unit.count; ++v)
             kernels.attention_finish(states + v * state_floats, head_dim, unit.queries[v].out);
     };
 
     if (units >= pool.size() || blocks == units) {
-        scratch.buffers.resize(static_cast<size_t>(units));
         pool.parallel_for(units, [&](int64_t begin, int64_t end) {
-            std::vector<float>& states = scratch.buffers[static_cast<size_t>(begin)];
-            states.resize(kAttentionMaxQueries * state_floats);
+            float* buffer = thread_buffer();
+            float* states = buffer + kernel_floats;
             for (int64_t u = begin; u < end; ++u) {
                 const AttentionScratch::Unit& unit = scratch.units[static_cast<size_t>(u)];
-                for (int32_t v = 0; v < unit.count; ++v) reset_attention_state(states.data() + v * state_floats, head_dim);
+                for (int32_t v = 0; v < unit.count; ++v) reset_attention_state(states + v * state_floats, head_dim);
                 kernel(unit.queries, unit.count, unit.keys, unit.values, unit.first, head_dim, scale, unit.block_begin,
-                       unit.block_end, states.data(), false);
-                finish(unit, states.data());
+                       unit.block_end, states, false, buffer);
+                finish(unit, states);
             }
         });
         return;
@@ -204,6 +211,7 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
     // blocks of one or more units.
     scratch.blocks.resize(block_floats);
     pool.parallel_for(blocks, [&](int64_t begin, int64_t end) {
+        float* buffer = thread_buffer();
         int64_t at = 0;  // the first block of unit u, counted over every unit
         for (const AttentionScratch::Unit& unit : scratch.units) {
             const int64_t n = unit.block_end - unit.block_begin;
@@ -212,19 +220,17 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
                 float* states = scratch.blocks.data() + unit.block_states + (lo - at) * unit.count * state_floats;
                 kernel(unit.queries, unit.count, unit.keys, unit.values, unit.first, head_dim, scale,
                        unit.block_begin + static_cast<int32_t>(lo - at), unit.block_begin + static_cast<int32_t>(hi - at),
-                       states, true);
+                       states, true, buffer);
             }
             at += n;
         }
     });
-    scratch.buffers.resize(static_cast<size_t>(units));
     pool.parallel_for(units, [&](int64_t begin, int64_t end) {
-        std::vector<float>& states = scratch.buffers[static_cast<size_t>(begin)];
-        states.resize(kAttentionMaxQueries * state_floats);
+        float* states = thread_buffer() + kernel_floats;
         for (int64_t u = begin; u < end; ++u) {
             const AttentionScratch::Unit& unit = scratch.units[static_cast<size_t>(u)];
             for (int32_t v = 0; v < unit.count; ++v) {
-                float* state = states.data() + v * state_floats;
+                float* state = states + v * state_floats;
                 reset_attention_state(state, head_dim);
                 // Blocks past the vector's last key hold nothing of it.
                 const int32_t blocks_of_v = unit.queries[v].last / kAttentionBlock + 1 - unit.block_begin;
@@ -233,7 +239,7 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
                         scratch.blocks.data() + unit.block_states + (static_cast<size_t>(b) * unit.count + v) * state_floats,
                         state, head_dim);
             }
-            finish(unit, states.data());
+            finish(unit, states);
         }
     });
 }

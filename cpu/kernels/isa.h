@@ -103,6 +103,12 @@ constexpr int32_t kAttentionBlock = 256;
 // One vector's attention state: o (head_dim floats), then m and l, padded
 // so that consecutive states keep o 64-byte aligned.
 inline size_t attention_state_floats(int32_t head_dim) { return static_cast<size_t>(head_dim) + 16; }
+// A call's scratch: one block of keys and values widened to fp32, so that a
+// narrow cache's elements are converted once per block, not once per group
+// of vectors.
+inline size_t attention_scratch_floats(int32_t head_dim) {
+    return 2 * static_cast<size_t>(kAttentionBlock) * static_cast<size_t>(head_dim);
+}
 
 // Causal attention for `count` (1..kAttentionMaxQueries) query vectors of
 // one kv head, each over keys j in [first, its last]: softmax(q . k_j *
@@ -119,10 +125,11 @@ inline size_t attention_state_floats(int32_t head_dim) { return static_cast<size
 // them with reset_attention_state, finish with AttentionFinishFn). With
 // it, block b's own state for vector v goes to
 // states + ((b - block_begin) * count + v) * attention_state_floats(head_dim),
-// to be folded later, in block order, by AttentionMergeFn.
+// to be folded later, in block order, by AttentionMergeFn. `scratch`
+// holds attention_scratch_floats(head_dim) floats.
 using AttentionFn = void (*)(const AttentionQuery* queries, int32_t count, const void* keys, const void* values,
                              int32_t first, int32_t head_dim, float scale, int32_t block_begin, int32_t block_end,
-                             float* states, bool per_block);
+                             float* states, bool per_block, float* scratch);
 // Folds one block's state (from a per_block call) into `state`.
 using AttentionMergeFn = void (*)(const float* block, float* state, int32_t head_dim);
 // out = o / l of a finished state.
