@@ -18,11 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
-#include <ctime>
 #include <vector>
 
 #include "bench/compute_peak.h"
@@ -233,8 +233,9 @@ double attention_rate(Isa isa, KvType type, int32_t vectors, int32_t keys, doubl
 void print_attention(const std::map<std::string, std::map<int, double>>& peak, double seconds) {
     constexpr int32_t kVectors[] = {1, 2, 8, 32};
     constexpr int32_t kKeys[] = {4096, 16384};
-    std::printf("\n## Attention, one thread: GFLOP/s and %% of the fp32 FMA peak, by query vectors and keys\n\n"
-                "| path | KV |");
+    std::printf(
+        "\n## Attention, one thread: GFLOP/s and %% of the fp32 FMA peak, by query vectors and keys\n\n"
+        "| path | KV |");
     for (int32_t keys : kKeys)
         for (int32_t n : kVectors) std::printf(" %d x %d |", n, keys);
     std::printf("\n|---|---|");
@@ -250,8 +251,10 @@ void print_attention(const std::map<std::string, std::map<int, double>>& peak, d
             for (int32_t keys : kKeys) {
                 for (int32_t n : kVectors) {
                     const double rate = attention_rate(isa, type, n, keys, seconds);
-                    if (limit > 0) std::printf(" %.1f (%.0f%%) |", rate / 1e9, 100.0 * rate / limit);
-                    else std::printf(" %.1f |", rate / 1e9);
+                    if (limit > 0)
+                        std::printf(" %.1f (%.0f%%) |", rate / 1e9, 100.0 * rate / limit);
+                    else
+                        std::printf(" %.1f |", rate / 1e9);
                     std::fflush(stdout);
                 }
             }
@@ -316,8 +319,10 @@ int main(int argc, char** argv) {
                 std::printf("| %s | %s |", p.name.c_str(), format.c_str());
                 for (int32_t rows : kRows) {
                     const double rate = matmul_rate(p.kernel, p.pack, p.row_bytes, m.w, rows, pool, o.seconds);
-                    if (limit > 0) std::printf(" %.0f (%.0f%%) |", rate / 1e9, 100.0 * rate / limit);
-                    else std::printf(" %.1f |", rate / 1e9);
+                    if (limit > 0)
+                        std::printf(" %.0f (%.0f%%) |", rate / 1e9, 100.0 * rate / limit);
+                    else
+                        std::printf(" %.1f |", rate / 1e9);
                     std::fflush(stdout);
                 }
                 std::printf("\n");

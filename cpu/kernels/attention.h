@@ -40,13 +40,13 @@ inline void attention_queries(Isa isa, const AttentionQuery* queries, int32_t co
     }
     table.attention(kv)(queries, count, keys, values, first, head_dim, scale, first / kAttentionBlock,
                         max_last / kAttentionBlock + 1, states.data(), false, scratch.data());
-    for (int32_t v = 0; v < count; ++v) table.attention_finish(states.data() + v * state_floats, head_dim, queries[v].out);
+    for (int32_t v = 0; v < count; ++v)
+        table.attention_finish(states.data() + v * state_floats, head_dim, queries[v].out);
 }
 // `heads` query heads of one row (q and out head after head) over keys
 // first..last.
-inline void attention_heads(Isa isa, const float* q, int32_t heads, const void* keys, const void* values,
-                            int32_t first, int32_t last, int32_t head_dim, float scale, float* out,
-                            KvType kv = KvType::f32) {
+inline void attention_heads(Isa isa, const float* q, int32_t heads, const void* keys, const void* values, int32_t first,
+                            int32_t last, int32_t head_dim, float scale, float* out, KvType kv = KvType::f32) {
     std::vector<AttentionQuery> queries;
     for (int32_t h = 0; h < heads; ++h) queries.push_back({q + h * head_dim, out + h * head_dim, last});
     attention_queries(isa, queries.data(), heads, keys, values, first, head_dim, scale, kv);
@@ -85,8 +85,8 @@ struct AttentionRow {
     const char* keys = nullptr;
     const char* values = nullptr;
     size_t head_stride = 0;  // bytes
-    int32_t first = 0;  // first key attended (0, or later with a sliding window)
-    int32_t last = 0;   // the row's own position
+    int32_t first = 0;       // first key attended (0, or later with a sliding window)
+    int32_t last = 0;        // the row's own position
 };
 
 // What the launcher keeps between calls.
@@ -103,7 +103,7 @@ struct AttentionScratch {
     };
     std::vector<Piece> pieces;
     std::vector<Unit> units;
-    std::vector<float> blocks;                // per-block states when blocks go to threads
+    std::vector<float> blocks;  // per-block states when blocks go to threads
 };
 
 // q: M rows of num_heads * head_dim; out likewise. Every row's cache holds
@@ -219,8 +219,8 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
             if (lo < hi) {
                 float* states = scratch.blocks.data() + unit.block_states + (lo - at) * unit.count * state_floats;
                 kernel(unit.queries, unit.count, unit.keys, unit.values, unit.first, head_dim, scale,
-                       unit.block_begin + static_cast<int32_t>(lo - at), unit.block_begin + static_cast<int32_t>(hi - at),
-                       states, true, buffer);
+                       unit.block_begin + static_cast<int32_t>(lo - at),
+                       unit.block_begin + static_cast<int32_t>(hi - at), states, true, buffer);
             }
             at += n;
         }
@@ -235,9 +235,9 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
                 // Blocks past the vector's last key hold nothing of it.
                 const int32_t blocks_of_v = unit.queries[v].last / kAttentionBlock + 1 - unit.block_begin;
                 for (int32_t b = 0; b < blocks_of_v; ++b)
-                    kernels.attention_merge(
-                        scratch.blocks.data() + unit.block_states + (static_cast<size_t>(b) * unit.count + v) * state_floats,
-                        state, head_dim);
+                    kernels.attention_merge(scratch.blocks.data() + unit.block_states +
+                                                (static_cast<size_t>(b) * unit.count + v) * state_floats,
+                                            state, head_dim);
             }
             finish(unit, states);
         }

@@ -84,8 +84,8 @@ using PackRowsFn = void (*)(const float* x, int32_t rows, int32_t k, int32_t ldx
 // n in [n_begin, n_end). `xs` holds M packed rows of w.stride elements.
 // Each output element is one serial reduction whose order depends only on
 // `cols`.
-using MatmulFn = void (*)(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end,
-                          float* out, int32_t ldo);
+using MatmulFn = void (*)(const void* xs, int32_t M, const WeightMatrix& w, int32_t n_begin, int32_t n_end, float* out,
+                          int32_t ldo);
 
 // One query vector of an attention call: one query head of one row.
 struct AttentionQuery {

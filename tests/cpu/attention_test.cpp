@@ -199,7 +199,8 @@ TEST(Attention, AVectorGetsTheSameBitsAloneOrWithTheOtherRowsOfItsStream) {
                     attention_heads(isa, q.data() + v * head_dim, 1, head.keys.data(), head.values.data(), r.first,
                                     queries[v].last, head_dim, scale, alone.data());
                     ASSERT_TRUE(testing::bitwise_equal(
-                        alone, std::vector<float>(together.begin() + v * head_dim, together.begin() + (v + 1) * head_dim)))
+                        alone,
+                        std::vector<float>(together.begin() + v * head_dim, together.begin() + (v + 1) * head_dim)))
                         << isa_name(isa) << " head_dim " << head_dim << " keys " << r.first << ".." << queries[v].last;
                 }
                 if (isa == Isa::scalar) scalar_out = together;
@@ -217,7 +218,8 @@ TEST(Attention, ANarrowCacheGivesTheBitsOfAnFp32CacheHoldingTheSameNumbers) {
     const Range ranges[] = {{0, 0}, {0, 15}, {5, 20}, {17, 700}, {0, 1023}};
     for (KvType type : {KvType::f16, KvType::bf16, KvType::q8_0}) {
         for (const Range& r : ranges) {
-            const int32_t head_dim = 128, heads = 6, count = r.last + 9;
+            // 12 heads: more register groups than it takes to widen a q8_0 block first.
+            const int32_t head_dim = 128, heads = 12, count = r.last + 9;
             KvCache narrow(1, 1, head_dim, count, type), wide(1, 1, head_dim, count, KvType::f32);
             const std::vector<float> k = random_floats(static_cast<size_t>(count) * head_dim, 31, 2.0f);
             const std::vector<float> v = random_floats(static_cast<size_t>(count) * head_dim, 33);
@@ -233,13 +235,16 @@ TEST(Attention, ANarrowCacheGivesTheBitsOfAnFp32CacheHoldingTheSameNumbers) {
             const std::vector<float> q = random_floats(static_cast<size_t>(heads) * head_dim, 32);
             for (Isa isa : available_isas()) {
                 for (int32_t last : {r.last, r.last + 4}) {
-                    std::vector<float> narrow_out(q.size()), wide_out(q.size());
-                    attention_heads(isa, q.data(), heads, narrow.keys(0), narrow.values(0), r.first, last, head_dim,
-                                    0.09f, narrow_out.data(), type);
-                    attention_heads(isa, q.data(), heads, wide.keys(0), wide.values(0), r.first, last, head_dim, 0.09f,
-                                    wide_out.data(), KvType::f32);
-                    ASSERT_TRUE(testing::bitwise_equal(narrow_out, wide_out))
-                        << isa_name(isa) << " " << kv_type_name(type) << " keys " << r.first << ".." << last;
+                    for (int32_t n : {2, heads}) {
+                        std::vector<float> narrow_out(n * head_dim), wide_out(n * head_dim);
+                        attention_heads(isa, q.data(), n, narrow.keys(0), narrow.values(0), r.first, last, head_dim,
+                                        0.09f, narrow_out.data(), type);
+                        attention_heads(isa, q.data(), n, wide.keys(0), wide.values(0), r.first, last, head_dim, 0.09f,
+                                        wide_out.data(), KvType::f32);
+                        ASSERT_TRUE(testing::bitwise_equal(narrow_out, wide_out))
+                            << isa_name(isa) << " " << kv_type_name(type) << " " << n << " heads, keys " << r.first
+                            << ".." << last;
+                    }
                 }
             }
         }
