@@ -214,9 +214,10 @@ async function recallReport(ready) {
 }
 
 test('a message is the same with Recall off and on, its repeat drafted from the record', async () => {
+  // A prompt tinycode answers at length, so its reply is long enough to copy.
   const request = {
-    ...hello, model: 'tinycode', max_tokens: 48,
-    messages: [{ role: 'user', content: 'class Stack:\n    def __init__(self):\n' }],
+    model: 'tinycode', max_tokens: 48, temperature: 0,
+    messages: [{ role: 'user', content: 'Explain binary search in Python code' }],
   };
   const reference = await client.messages.create(request);
   const first = await recallClient.messages.create(request);
