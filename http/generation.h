@@ -52,7 +52,8 @@ struct Router::Generation {
         std::string prefix;  // echo: the prompt's text, before the reply
         std::string text;    // reply text (non-streaming) or text not yet sent (streaming)
         // return_token_ids only: the reply's ids (non-streaming) or ids not yet
-        // sent (streaming), and the prompt's ids.
+        // sent (streaming), and the prompt's ids. With a writer: all the
+        // reply's ids.
         std::vector<int32_t> ids;
         std::vector<int32_t> prompt_ids;
         int64_t prompt_tokens = 0;
