@@ -24,7 +24,7 @@ struct Route {
 const std::vector<Route>& routes() {
     static const std::vector<Route> table = {
         {"/v1/completions", {"POST"}},  {"/v1/chat/completions", {"POST"}}, {"/v1/messages", {"POST"}},
-        {"/v1/messages/count_tokens", {"POST"}}, {"/v1/models", {"GET"}},   {"/v1/recall", {"GET", "DELETE"}},
+        {"/v1/messages/count_tokens", {"POST"}}, {"/v1/responses", {"POST"}}, {"/v1/models", {"GET"}},   {"/v1/recall", {"GET", "DELETE"}},
         {"/health", {"GET"}},           {"/metrics", {"GET"}},
     };
     return table;
@@ -89,6 +89,7 @@ void Router::route(const HttpRequest& request, const std::shared_ptr<Responder>&
     if (path == "/v1/chat/completions") return chat_completions(request, responder, arrival);
     if (path == "/v1/messages") return messages(request, responder, arrival);
     if (path == "/v1/messages/count_tokens") return count_tokens(request, responder);
+    if (path == "/v1/responses") return responses(request, responder, arrival);
     if (path == "/v1/models") return models(responder);
     if (path == "/v1/recall") return request.method == "GET" ? get_recall(responder) : delete_recall(responder);
     if (path == "/metrics") return metrics(responder);

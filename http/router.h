@@ -4,6 +4,7 @@
 //   POST   /v1/chat/completions  messages through the model's chat template
 //   POST   /v1/messages          Anthropic's Messages API, on the same path (anthropic_request.h)
 //   POST   /v1/messages/count_tokens  the prompt's token count for a Messages body
+//   POST   /v1/responses         OpenAI's Responses API, stateless, on the same path (responses_request.h)
 //   GET    /v1/models            the one served model
 //   GET    /v1/recall            the record's report (recall_json.h)
 //   DELETE /v1/recall            empties the record: 200, 409 (read-only, following), 500 (names the file)
@@ -78,6 +79,7 @@ private:
                           Clock::time_point arrival);
     void messages(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Clock::time_point arrival);
     void count_tokens(const HttpRequest& request, const std::shared_ptr<Responder>& responder) const;
+    void responses(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Clock::time_point arrival);
     void models(const std::shared_ptr<Responder>& responder) const;
     void metrics(const std::shared_ptr<Responder>& responder);
     void get_recall(const std::shared_ptr<Responder>& responder);
