@@ -10,6 +10,7 @@
 
 #include "http/api_error.h"
 #include "http/openai_response.h"
+#include "http/reasoning.h"
 #include "http/reply_writer.h"
 #include "http/router.h"
 #include "http/tool_calls.h"
@@ -67,6 +68,9 @@ struct Router::Generation {
         // Streaming chat with tools: takes the calls out of the text as it
         // comes (each choice parses its own reply).
         std::optional<ToolCallStream> tool_stream;
+        // Streaming chat where the template marks reasoning: takes the
+        // thoughts out of the text before anything else reads it.
+        std::optional<ReasoningStream> reasoning_stream;
         std::optional<actors::RequestHandle> handle;
         std::string sent_text;  // with a writer: the reply's text fed to it so far
         // logprobs only: the reply's entries (non-streaming) or those not yet
@@ -85,6 +89,10 @@ struct Router::Generation {
     // Chat: the form tool calls are parsed out of replies in; none when the
     // request offers no tools or says tool_choice "none".
     ToolCallFormat tool_format = ToolCallFormat::none;
+    // Chat: the markers of the model's reasoning (none: replies are all
+    // content), and whether the prompt left the model inside a thought.
+    ReasoningMarkers reasoning;
+    bool starts_in_reasoning = false;
     ResponseHeader header;
     // Set for the routes of other APIs (one choice): writes the reply in
     // that API's shape instead of OpenAI's (reply_writer.h). The ids of the
@@ -108,6 +116,9 @@ struct Router::Generation {
         for (int32_t j = 0; j < n; ++j) {
             parts.push_back(part);
             if (stream && tool_format != ToolCallFormat::none) parts.back().tool_stream.emplace(tool_format);
+            if (stream && chat && !writer && reasoning.present()) {
+                parts.back().reasoning_stream.emplace(reasoning, starts_in_reasoning);
+            }
             requests.push_back(request);
             requests.back().sampling.seed = request.sampling.seed + static_cast<uint64_t>(j);
         }
@@ -193,6 +204,7 @@ struct Router::Generation {
             usage.cached_tokens += parts[i].cached_tokens;
             usage.completion_tokens += parts[i].completion_tokens;
             Choice choice{static_cast<int32_t>(i), parts[i].prefix + parts[i].text, generation_detail::finish_reason(parts[i].finish)};
+            if (!stream && chat && reasoning.present()) split_reasoning(choice);
             if (!stream && tool_format != ToolCallFormat::none) {
                 ParsedReply reply = parse_tool_calls(choice.text, tool_format);
                 choice.text = std::move(reply.content);
@@ -215,6 +227,37 @@ struct Router::Generation {
             return responder->end_events();
         }
         responder->respond(200, generation_detail::kJson, chat ? chat_body(header, choices, usage) : completion_body(header, choices, usage));
+    }
+
+    // A whole chat reply's thoughts, out of its text (the same split a
+    // stream makes piece by piece).
+    void split_reasoning(Choice& choice) const {
+        ReasoningStream splitter(reasoning, starts_in_reasoning);
+        std::vector<ReplyPiece> pieces = splitter.feed(choice.text);
+        for (ReplyPiece& piece : splitter.finish()) pieces.push_back(std::move(piece));
+        choice.text.clear();
+        for (const ReplyPiece& piece : pieces) (piece.reasoning ? choice.reasoning : choice.text) += piece.text;
+    }
+
+    // Streaming chat: the thoughts in the part's pending text go out as
+    // reasoning chunks; the answer stays pending for the content and tool
+    // calls. A stream gives all its thoughts before any answer, so the
+    // order holds.
+    void send_reasoning_chunks(Part& p, int32_t index) {
+        std::vector<ReplyPiece> pieces = p.reasoning_stream->feed(p.text);
+        if (p.finish != engine::FinishReason::running && !p.finish_sent) {
+            for (ReplyPiece& piece : p.reasoning_stream->finish()) pieces.push_back(std::move(piece));
+        }
+        p.text.clear();
+        for (ReplyPiece& piece : pieces) {
+            if (!piece.reasoning) {
+                p.text += piece.text;
+                continue;
+            }
+            Choice choice = chunk_choice(index, "", std::nullopt);
+            choice.reasoning = std::move(piece.text);
+            responder->send_event(sse_event(chat_chunk(header, choice, false, include_usage)));
+        }
     }
 
     // The one choice of a route with a writer: its text goes through the
@@ -278,6 +321,7 @@ struct Router::Generation {
                 }
                 p.logprob_offset = static_cast<int64_t>(p.prefix.size());
             }
+            if (p.reasoning_stream) send_reasoning_chunks(p, index);
             if (p.tool_stream) {
                 send_tool_stream_chunks(p, index);
                 continue;

@@ -10,6 +10,7 @@
 #include "http/api_error.h"
 #include "http/generation.h"
 #include "http/openai_response.h"
+#include "http/reasoning.h"
 #include "http/router.h"
 #include "http/tool_calls.h"
 
@@ -249,6 +250,10 @@ void Router::chat_completions(const HttpRequest& http, const std::shared_ptr<Res
     const engine::GenerationRequest request = chat_generation_request(prompt, parsed);
     generation->chat = true;
     generation->tool_format = prompt.tool_format;
+    // Thoughts go apart from the content (reasoning_content) wherever the
+    // template marks them, as they do on the Messages and Responses routes.
+    generation->reasoning = reasoning_markers(tokenizer_.tools_template_source());
+    generation->starts_in_reasoning = prompt_opens_reasoning(prompt.text, generation->reasoning);
     use_logprobs(*generation, parsed.sampling);
     generation->stream = parsed.sampling.stream;
     generation->add_choices(requests, part, request, parsed.sampling.n);
