@@ -114,7 +114,10 @@ private:
         if (type == "function_call") return add_call(item, where);
         if (type == "function_call_output") return add_call_output(item, where);
         if (type == "reasoning") {
-            pending_reasoning_ = pending_reasoning_.value_or("") + reasoning_text(item, where);
+            // An item with only encrypted_content (another server's) has no
+            // text to give back: the turn renders as if it had none.
+            const std::string text = reasoning_text(item, where);
+            if (!text.empty()) pending_reasoning_ = pending_reasoning_ ? *pending_reasoning_ + "\n\n" + text : text;
             return;
         }
         fail(where + ".type", "'" + type + "' is not supported here (input items may be message, function_call, "

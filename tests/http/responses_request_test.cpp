@@ -93,6 +93,19 @@ TEST(ResponsesRequest, AnEarlierTurnsItemsJoinIntoOneAssistantMessageWithItsReas
     EXPECT_EQ(r.chat.messages[3].content, "18");
 }
 
+TEST(ResponsesRequest, AReasoningItemWithoutTextGivesTheTurnNoReasoning) {
+    json body = minimal();
+    body["input"] = json::parse(R"([{"role": "user", "content": "go"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "content": null, "encrypted_content": "opaque"},
+        {"type": "reasoning", "id": "rs_2", "summary": [{"type": "summary_text", "text": "Plan."}]},
+        {"type": "message", "role": "assistant", "content": "done"}])");
+    const ResponsesRequest r = parse(body);
+    ASSERT_EQ(r.chat.messages.size(), 2u);
+    EXPECT_EQ(r.chat.messages[1].reasoning_content, "Plan.");
+    body["input"].erase(2);
+    EXPECT_FALSE(parse(body).chat.messages[1].reasoning_content);
+}
+
 TEST(ResponsesRequest, ACallWithoutAMessageBeforeItOpensAnAssistantMessage) {
     json body = minimal();
     body["input"] = json::parse(R"([{"role": "user", "content": "go"},
