@@ -196,7 +196,8 @@ test('a forced function call is a function_call item, its streamed arguments joi
   }
   const final = await stream.finalResponse();
   const streamed = final.output.find((item) => item.type === 'function_call');
-  assert.ok(pieces.length >= 1);
+  // The arguments stream as the model writes them, a token or so a piece.
+  assert.ok(pieces.length > 1, JSON.stringify(pieces));
   assert.equal(pieces.join(''), streamed.arguments);
   assert.equal(done, streamed.arguments);
   assert.deepEqual(JSON.parse(streamed.arguments), JSON.parse(call.arguments));
