@@ -219,6 +219,46 @@ test('a forced function call is a function_call item, its streamed arguments joi
   assert.ok(answer.usage.input_tokens_details.cached_tokens > 0, JSON.stringify(answer.usage));
 });
 
+test('reasoning.effort reaches the template as enable_thinking, and the reply splits its thoughts out', async () => {
+  const request = { model: 'toolcode', input: 'What is 2 + 2?', max_output_tokens: 32, temperature: 0 };
+  const thinking = await toolClient.responses.create({ ...request, reasoning: { effort: 'low', summary: 'auto' } });
+  const plain = await toolClient.responses.create({ ...request, reasoning: { effort: 'none' } });
+  // Qwen3's template closes an empty thought in the prompt when thinking is off.
+  assert.ok(plain.usage.input_tokens > thinking.usage.input_tokens, `${plain.usage.input_tokens} vs ${thinking.usage.input_tokens}`);
+  assert.equal(thinking.reasoning.effort, 'low');
+  for (const r of [thinking, plain]) {
+    for (const item of r.output) assert.ok(['reasoning', 'message'].includes(item.type), JSON.stringify(item));
+    assert.ok(r.usage.output_tokens_details.reasoning_tokens <= r.usage.output_tokens);
+  }
+  assert.equal(plain.usage.output_tokens_details.reasoning_tokens, 0);
+});
+
+test('a request shaped as Codex sends it streams to response.completed', async () => {
+  const stream = await toolClient.responses.create({
+    model: 'gpt-5-codex',
+    instructions: 'You are a coding agent.',
+    input: [
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Sandbox: read-only.' }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'List the files.' }] },
+    ],
+    tools: [
+      { type: 'function', name: 'shell', description: 'Runs a command', strict: false,
+        parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } },
+          required: ['command'], additionalProperties: false } },
+      { type: 'local_shell' },
+      { type: 'web_search' },
+      { type: 'custom', name: 'apply_patch', description: 'Patches files', format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' } },
+    ],
+    tool_choice: 'auto', parallel_tool_calls: false, reasoning: { effort: 'medium', summary: 'auto' },
+    store: false, stream: true, include: ['reasoning.encrypted_content'], prompt_cache_key: 'session-1',
+    text: { verbosity: 'low' }, max_output_tokens: 24, temperature: 0,
+  });
+  let last;
+  for await (const event of stream) last = event;
+  assert.ok(['response.completed', 'response.incomplete'].includes(last.type), JSON.stringify(last));
+  assert.deepEqual(last.response.tools.map((t) => t.name), ['shell']);
+});
+
 // Waits for the record's report to satisfy `ready`, reading it again after
 // each line the server writes; the deadline only turns "never" into a failure.
 async function recallReport(ready) {
