@@ -496,8 +496,11 @@ ChatRequest parse_chat_request(std::string_view body) {
         parse_message_tool_fields(m, where, message);
         // The thoughts an earlier reply came with, given back so templates
         // that show them (Qwen3) render the turn as it was generated.
-        if (const json* reasoning = field(m, "reasoning_content")) {
-            if (!reasoning->is_string()) wrong_type(where + ".reasoning_content", "a string", *reasoning);
+        // Under either name a reply carries them (openai_response.cpp).
+        for (const char* key : {"reasoning_content", "reasoning"}) {
+            const json* reasoning = field(m, key);
+            if (!reasoning || message.reasoning_content) continue;
+            if (!reasoning->is_string()) wrong_type(where + "." + key, "a string", *reasoning);
             message.reasoning_content = reasoning->get<std::string>();
         }
         request.messages.push_back(std::move(message));
