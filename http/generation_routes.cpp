@@ -79,7 +79,7 @@ std::vector<model::TokenId> Router::check_ids(const std::vector<int32_t>& ids, c
 }
 
 engine::GenerationRequest Router::generation_request(std::vector<model::TokenId> prompt, const SamplingFields& sampling,
-                                                     const std::string& field) const {
+                                                     const std::string& field, const std::string& max_tokens_field) const {
     const auto length = static_cast<int32_t>(prompt.size());
     if (length >= options_.ctx_size) {
         throw bad_request(field, field + ": " + std::to_string(length) + " tokens leave no room for a reply in the context of " +
@@ -87,7 +87,7 @@ engine::GenerationRequest Router::generation_request(std::vector<model::TokenId>
     }
     const int32_t room = options_.ctx_size - length;
     if (sampling.max_tokens && *sampling.max_tokens > room) {
-        throw bad_request("max_tokens", "max_tokens: " + std::to_string(*sampling.max_tokens) + " and the prompt's " +
+        throw bad_request(max_tokens_field, max_tokens_field + ": " + std::to_string(*sampling.max_tokens) + " and the prompt's " +
                                             std::to_string(length) + " tokens exceed the context of " +
                                             std::to_string(options_.ctx_size) + " tokens (at most " +
                                             std::to_string(room) + " here)");
@@ -184,9 +184,9 @@ void Router::completions(const HttpRequest& http, const std::shared_ptr<Responde
 // template, tokenized. Shared by every chat-like route (chat completions,
 // Messages, count_tokens), so the same conversation is the same ids however
 // it came, and the prompt cache resumes it across routes.
-ChatPrompt Router::chat_prompt(const ChatRequest& parsed) const {
+ChatPrompt Router::chat_prompt(const ChatRequest& parsed, const ChatFields& fields) const {
     if (!tokenizer_.has_chat_template()) {
-        throw bad_request("messages", "messages: this model has no chat template (tokenizer_config.json chat_template or "
+        throw bad_request(fields.conversation, fields.conversation + ": this model has no chat template (tokenizer_config.json chat_template or "
                                       "chat_template.jinja); use /v1/completions");
     }
     // A template that never reads `tools` would drop them without a word:
@@ -217,7 +217,7 @@ ChatPrompt Router::chat_prompt(const ChatRequest& parsed) const {
             tokenizer_.encode(prompt.text, /*allow_special=*/true, /*add_special_tokens=*/false);
         prompt.ids.assign(encoded.begin(), encoded.end());
     } catch (const tokenizer::TokenizerError& e) {
-        throw bad_request("messages", std::string("messages: ") + e.what());
+        throw bad_request(fields.conversation, fields.conversation + ": " + e.what());
     }
     // tool_choice "none": the model sees the tools but is not to call them,
     // so its reply is all content (OpenAI's meaning).
@@ -229,8 +229,9 @@ ChatPrompt Router::chat_prompt(const ChatRequest& parsed) const {
 
 // The engine request of a chat prompt: sampling, and a forced tool call
 // when tool_choice asks for one.
-engine::GenerationRequest Router::chat_generation_request(const ChatPrompt& prompt, const ChatRequest& parsed) const {
-    engine::GenerationRequest request = generation_request(prompt.ids, parsed.sampling, "messages");
+engine::GenerationRequest Router::chat_generation_request(const ChatPrompt& prompt, const ChatRequest& parsed,
+                                                          const ChatFields& fields) const {
+    engine::GenerationRequest request = generation_request(prompt.ids, parsed.sampling, fields.conversation, fields.max_tokens);
     if (parsed.tool_choice.mode == ToolChoice::Mode::required || parsed.tool_choice.mode == ToolChoice::Mode::function) {
         request.constraint = forced_tool_call(prompt.tool_format, parsed);
     }

@@ -22,8 +22,9 @@ void Router::responses(const HttpRequest& http, const std::shared_ptr<Responder>
     if (parsed.thinking && markers.present()) {
         parsed.chat.template_variables.emplace_back("enable_thinking", *parsed.thinking ? "true" : "false");
     }
-    const ChatPrompt prompt = chat_prompt(parsed.chat);
-    const engine::GenerationRequest request = chat_generation_request(prompt, parsed.chat);
+    const ChatFields fields{"input", "max_output_tokens"};
+    const ChatPrompt prompt = chat_prompt(parsed.chat, fields);
+    const engine::GenerationRequest request = chat_generation_request(prompt, parsed.chat, fields);
 
     auto generation = std::make_shared<Generation>();
     Generation::Part part;

@@ -62,6 +62,13 @@ struct ChatPrompt {
     ToolCallFormat tool_format = ToolCallFormat::none;
 };
 
+// The names a route's API gives the conversation and the reply's token
+// limit, so errors about them name the fields the client sent.
+struct ChatFields {
+    std::string conversation = "messages";  // /v1/responses: "input"
+    std::string max_tokens = "max_tokens";  // /v1/responses: "max_output_tokens"
+};
+
 class Router {
 public:
     Router(actors::Service& service, const tokenizer::Tokenizer& tokenizer, RouterOptions options);
@@ -87,11 +94,13 @@ private:
 
     // Shared by both generation routes: validation, submission, answers.
     void check_model(const std::string& model) const;
-    ChatPrompt chat_prompt(const ChatRequest& parsed) const;
-    engine::GenerationRequest chat_generation_request(const ChatPrompt& prompt, const ChatRequest& parsed) const;
+    ChatPrompt chat_prompt(const ChatRequest& parsed, const ChatFields& fields = {}) const;
+    engine::GenerationRequest chat_generation_request(const ChatPrompt& prompt, const ChatRequest& parsed,
+                                                      const ChatFields& fields = {}) const;
     std::vector<model::TokenId> check_ids(const std::vector<int32_t>& ids, const std::string& field) const;
     engine::GenerationRequest generation_request(std::vector<model::TokenId> prompt, const SamplingFields& sampling,
-                                                 const std::string& field) const;
+                                                 const std::string& field,
+                                                 const std::string& max_tokens_field = "max_tokens") const;
     void run(std::shared_ptr<Generation> generation, std::vector<engine::GenerationRequest> requests);
     void use_logprobs(Generation& generation, const SamplingFields& sampling) const;
     // The constraint response_format asks for; null for free text.

@@ -115,6 +115,14 @@ TEST_F(ResponsesRoute, ErrorsAreOpenAIsShapeNamingTheField) {
     EXPECT_TRUE(service_.submitted.empty());
 }
 
+TEST_F(ResponsesRoute, ALimitPastTheContextNamesMaxOutputTokens) {
+    const auto r = post("/v1/responses", request({{"max_output_tokens", 5000}}));
+    EXPECT_EQ(r->status, 400);
+    const json error = json::parse(r->body)["error"];
+    EXPECT_EQ(error["param"], "max_output_tokens");
+    EXPECT_TRUE(error["message"].get<std::string>().starts_with("max_output_tokens: 5000")) << error;
+}
+
 TEST_F(ResponsesRoute, AnUnknownModelIsModelNotFound) {
     const auto r = post("/v1/responses", request({{"model", "gpt-5-codex"}}));
     EXPECT_EQ(r->status, 404);
