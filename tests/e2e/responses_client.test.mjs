@@ -276,7 +276,7 @@ async function recallReport(ready) {
   }
 }
 
-test('a response is the same with Recall off and on, its repeat drafted from the record', async () => {
+test('a response is the same with Recall off, on (its repeat drafted from the record) and read-only', async () => {
   // A prompt tinycode answers at length, so its reply is long enough to copy.
   const request = { model: 'tinycode', input: 'Explain binary search in Python code', max_output_tokens: 48, temperature: 0 };
   const reference = await client.responses.create(request);
@@ -286,6 +286,14 @@ test('a response is the same with Recall off and on, its repeat drafted from the
   const report = await recallReport((r) => r.adds >= 2);
   assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
   for (const r of [first, again]) assert.deepEqual(comparable(r), comparable(reference));
+
+  const readOnly = await startServer(['--recall-read-only', '--recall-dir', record.path]);
+  try {
+    const client = new OpenAI({ baseURL: `${readOnly.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    assert.deepEqual(comparable(await client.responses.create(request)), comparable(reference));
+  } finally {
+    assert.equal(await readOnly.stop(), 0, readOnly.output());
+  }
 });
 
 // A 400 in OpenAI's shape whose param and message name `field`.
