@@ -18,9 +18,11 @@ Json output_text_part(std::string text) {
 
 Json reasoning_text_part(std::string text) { return {{"type", "reasoning_text"}, {"text", std::move(text)}}; }
 
-// OpenAI's error codes for a response that failed.
+// OpenAI's error codes for a response that failed. A stream fails only
+// once it has begun, when the server stops the request (a 503), which is
+// the server's doing, not a rate limit.
 const char* failure_code(const ApiError& error) {
-    if (error.status == 429 || error.status == 503) return "rate_limit_exceeded";
+    if (error.status == 429) return "rate_limit_exceeded";
     return error.status >= 500 ? "server_error" : "invalid_prompt";
 }
 

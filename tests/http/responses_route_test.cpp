@@ -105,6 +105,22 @@ TEST_F(ResponsesRoute, AStreamEndsWithResponseCompleted) {
     EXPECT_NE(r->events.back().find(R"("text":"Hi there")"), std::string::npos) << r->events.back();
 }
 
+TEST_F(ResponsesRoute, AStreamCutByTheServerStoppingEndsWithResponseFailed) {
+    service_.scripts = {{"partial"}};
+    service_.finish = engine::FinishReason::cancelled;
+    const auto streamed = post("/v1/responses", request({{"stream", true}}));
+    ASSERT_TRUE(streamed->ended);
+    ASSERT_FALSE(streamed->events.empty());
+    EXPECT_TRUE(streamed->events.back().starts_with("event: response.failed\n")) << streamed->events.back();
+    const json failed = json::parse(streamed->events.back().substr(streamed->events.back().find("data: ") + 6));
+    EXPECT_EQ(failed["response"]["status"], "failed");
+    EXPECT_EQ(failed["response"]["error"]["code"], "server_error");
+    // Not streaming: a 503 in OpenAI's shape.
+    const auto whole = post("/v1/responses", request());
+    EXPECT_EQ(whole->status, 503);
+    EXPECT_EQ(json::parse(whole->body)["error"]["type"], "overloaded_error");
+}
+
 TEST_F(ResponsesRoute, ErrorsAreOpenAIsShapeNamingTheField) {
     const auto r = post("/v1/responses", request({{"previous_response_id", "resp_abc"}}));
     EXPECT_EQ(r->status, 400);
