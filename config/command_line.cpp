@@ -108,6 +108,13 @@ CLI::App* add_serve(CLI::App& app, ServerConfig& c, ServeFlags& f) {
             [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "KEY"));
     serve->add_option("--served-model-name", c.served_model_name,
                       "Model name clients send and /v1/models lists (default: the model directory's name)");
+    serve->add_option("--model-alias", c.model_aliases,
+                      "Another model name requests may use for the served model (repeatable); '*' serves any "
+                      "name, as clients such as Claude Code need")
+        // One name per flag, so `--model-alias '*' MODEL` leaves MODEL alone.
+        ->allow_extra_args(false)
+        ->check(CLI::Validator(
+            [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "NAME"));
     serve->add_option("--ctx-size", c.ctx_size, "Context length per stream in tokens (0: the model's maximum)")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 24));

@@ -24,10 +24,21 @@ DeviceChoice resolve_device(Device requested, bool built_with_cuda, int cuda_dev
     return {Device::cpu, missing};
 }
 
+namespace {
+
+std::string join_names(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+}
+
+}  // namespace
+
 std::string describe(const ServerConfig& c) {
     std::ostringstream out;
     out << "model: " << c.model_dir << "\n"
         << "served model name: " << (c.served_model_name.empty() ? "(model directory name)" : c.served_model_name) << "\n"
+        << "model aliases: " << (c.model_aliases.empty() ? std::string("none") : join_names(c.model_aliases)) << "\n"
         << "listen: " << c.host << ":" << c.port << "\n"
         << "api key: " << (c.api_key.empty() ? "none" : "set") << "\n"
         << "ctx size: " << (c.ctx_size == 0 ? std::string("model maximum") : std::to_string(c.ctx_size)) << "\n"

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tf::config {
 
@@ -34,6 +35,9 @@ struct ServerConfig {
     int port = 8000;                // 0: let the kernel pick a free port
     std::string api_key;            // empty: no authentication
     std::string served_model_name;  // empty: the model directory's name
+    // --model-alias, repeatable: more names requests may give the served
+    // model; "*" takes any name (Claude Code names Claude models).
+    std::vector<std::string> model_aliases;
     int ctx_size = 0;               // 0: the model's max_position_embeddings
     int max_streams = 16;
     int threads = 0;                // 0: every core the process may use

@@ -494,9 +494,24 @@ ChatRequest parse_chat_request(std::string_view body) {
         const json* content = field(m, "content");
         ChatMessage message{r, content ? message_content(*content, where + ".content") : std::string()};
         parse_message_tool_fields(m, where, message);
+        // The thoughts an earlier reply came with, given back so templates
+        // that show them (Qwen3) render the turn as it was generated.
+        // Under either name a reply carries them (openai_response.cpp).
+        for (const char* key : {"reasoning_content", "reasoning"}) {
+            const json* reasoning = field(m, key);
+            if (!reasoning || message.reasoning_content) continue;
+            if (!reasoning->is_string()) wrong_type(where + "." + key, "a string", *reasoning);
+            message.reasoning_content = reasoning->get<std::string>();
+        }
         request.messages.push_back(std::move(message));
     }
     request.add_generation_prompt = boolean(root, "add_generation_prompt").value_or(true);
+    // vLLM's and llama.cpp's chat_template_kwargs: further template
+    // variables, such as Qwen3's enable_thinking.
+    if (const json* kwargs = field(root, "chat_template_kwargs")) {
+        if (!kwargs->is_object()) wrong_type("chat_template_kwargs", "an object", *kwargs);
+        for (const auto& [name, value] : kwargs->items()) request.template_variables.emplace_back(name, value.dump());
+    }
     request.tools = parse_tools(root);
     request.tool_choice = parse_tool_choice(root, request.tools);
     request.parallel_tool_calls = boolean(root, "parallel_tool_calls").value_or(true);

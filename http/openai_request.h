@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "http/api_error.h"
@@ -30,6 +31,10 @@ struct ChatMessage {
     std::vector<tokenizer::ToolCall> tool_calls;
     std::optional<std::string> tool_call_id;  // tool: the call it answers
     std::optional<std::string> name;
+    // assistant: the thoughts it wrote before its answer, given back so a
+    // template that shows them (Qwen3's reasoning_content) renders the
+    // turn as it was generated.
+    std::optional<std::string> reasoning_content;
 };
 
 // One entry of "tools": a function the model may call.
@@ -97,6 +102,9 @@ struct ChatRequest {
     // several calls has each of them reported.
     bool parallel_tool_calls = true;
     SamplingFields sampling;
+    // Further chat-template variables as JSON values, such as
+    // {"enable_thinking", "false"} (tokenizer::ChatRequest::variables_json).
+    std::vector<std::pair<std::string, std::string>> template_variables;
 };
 
 CompletionRequest parse_completion_request(std::string_view body);

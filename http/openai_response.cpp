@@ -92,6 +92,12 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
     body["choices"] = json::array();
     for (const Choice& c : choices) {
         json message = {{"role", "assistant"}, {"content", c.text}};
+        // Both names: reasoning_content as DeepSeek and vLLM write it,
+        // reasoning as newer servers and clients read it.
+        if (!c.reasoning.empty()) {
+            message["reasoning_content"] = c.reasoning;
+            message["reasoning"] = c.reasoning;
+        }
         if (!c.tool_calls.empty()) {
             if (c.text.empty()) message["content"] = nullptr;
             json calls = json::array();
@@ -129,6 +135,10 @@ std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool 
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     if (!choice.text.empty() || (first && !choice.finish_reason)) delta["content"] = choice.text;
+    if (!choice.reasoning.empty()) {
+        delta["reasoning_content"] = choice.reasoning;
+        delta["reasoning"] = choice.reasoning;
+    }
     json c = {
         {"index", choice.index}, {"delta", delta}, {"logprobs", chat_logprobs(choice)}, {"finish_reason", finish(choice)}};
     add_token_ids(c, choice, false);

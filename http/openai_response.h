@@ -34,6 +34,9 @@ struct Choice {
     // Chat bodies: the calls parsed out of the reply. With calls and no
     // other text the message's content is null, as OpenAI writes it.
     std::vector<ToolCall> tool_calls;
+    // Chat: the thoughts the reply opened with (reasoning.h), written as
+    // "reasoning_content" and "reasoning" beside the content; empty: none.
+    std::string reasoning;
     // Set only when the request asked for "return_token_ids": the ids this
     // choice (or this chunk of it) adds, written as "token_ids"; and, on
     // whole bodies, the prompt's ids, written as "prompt_token_ids" (in the
@@ -60,7 +63,8 @@ std::string chat_body(const ResponseHeader& header, const std::vector<Choice>& c
 // Streaming chunks. `usage_null` adds "usage": null, as OpenAI does on every
 // chunk when stream_options.include_usage is set.
 std::string completion_chunk(const ResponseHeader& header, const Choice& choice, bool usage_null);
-// The first chat chunk carries the role; later ones only content.
+// The first chat chunk carries the role; later ones content, or reasoning
+// (as "reasoning_content" and "reasoning") when the choice has some.
 std::string chat_chunk(const ResponseHeader& header, const Choice& choice, bool first, bool usage_null);
 // A streamed piece of a tool call (delta.tool_calls): its opening piece
 // carries index, id, type and name with empty arguments; later pieces

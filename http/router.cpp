@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "http/anthropic_response.h"
 #include "http/api_error.h"
 #include "http/auth.h"
 #include "http/recall_json.h"
@@ -22,13 +23,18 @@ struct Route {
 
 const std::vector<Route>& routes() {
     static const std::vector<Route> table = {
-        {"/v1/completions", {"POST"}}, {"/v1/chat/completions", {"POST"}}, {"/v1/models", {"GET"}},
-        {"/v1/recall", {"GET", "DELETE"}}, {"/health", {"GET"}},          {"/metrics", {"GET"}},
+        {"/v1/completions", {"POST"}},  {"/v1/chat/completions", {"POST"}}, {"/v1/messages", {"POST"}},
+        {"/v1/messages/count_tokens", {"POST"}}, {"/v1/responses", {"POST"}}, {"/v1/models", {"GET"}},   {"/v1/recall", {"GET", "DELETE"}},
+        {"/health", {"GET"}},           {"/metrics", {"GET"}},
     };
     return table;
 }
 
 bool needs_key(std::string_view path) { return path == "/v1" || path.starts_with("/v1/"); }
+
+// Anthropic's routes answer errors in Anthropic's shape and take the key
+// from x-api-key too, as its SDKs and Claude Code send it.
+bool anthropic_route(std::string_view path) { return path == "/v1/messages" || path.starts_with("/v1/messages/"); }
 
 }  // namespace
 
@@ -39,10 +45,11 @@ void Router::handle(HttpRequest request, std::shared_ptr<Responder> responder) {
     try {
         route(request, responder);
     } catch (const ApiError& error) {
-        responder->respond(error.status, kJson, error.body(), error.headers);
+        const bool anthropic = anthropic_route(request.path);
+        responder->respond(error.status, kJson, anthropic ? anthropic_error_body(error) : error.body(), error.headers);
     } catch (const std::exception& error) {
         ApiError internal(500, std::string("internal error: ") + error.what());
-        responder->respond(500, kJson, internal.body());
+        responder->respond(500, kJson, anthropic_route(request.path) ? anthropic_error_body(internal) : internal.body());
     }
 }
 
@@ -50,10 +57,13 @@ void Router::route(const HttpRequest& request, const std::shared_ptr<Responder>&
     const Clock::time_point arrival = Clock::now();
     // The key is checked before the route is looked up, so a client without
     // it learns nothing about which /v1/ routes exist.
-    if (needs_key(request.path) && !authorized(options_.api_key, request.authorization)) {
-        ApiError error(401, request.authorization.empty()
-                                ? "missing API key: send the header 'Authorization: Bearer <key>'"
-                                : "invalid API key in the Authorization header");
+    const bool key_header = anthropic_route(request.path) && !request.x_api_key.empty();
+    const bool key_ok = authorized(options_.api_key, request.authorization) ||
+                        (key_header && constant_time_equal(request.x_api_key, options_.api_key));
+    if (needs_key(request.path) && !key_ok) {
+        ApiError error(401, key_header                        ? "invalid API key in the x-api-key header"
+                            : request.authorization.empty() ? "missing API key: send the header 'Authorization: Bearer <key>'"
+                                                            : "invalid API key in the Authorization header");
         error.headers.emplace_back("WWW-Authenticate", "Bearer");
         throw error;
     }
@@ -77,6 +87,9 @@ void Router::route(const HttpRequest& request, const std::shared_ptr<Responder>&
     const std::string& path = request.path;
     if (path == "/v1/completions") return completions(request, responder, arrival);
     if (path == "/v1/chat/completions") return chat_completions(request, responder, arrival);
+    if (path == "/v1/messages") return messages(request, responder, arrival);
+    if (path == "/v1/messages/count_tokens") return count_tokens(request, responder);
+    if (path == "/v1/responses") return responses(request, responder, arrival);
     if (path == "/v1/models") return models(responder);
     if (path == "/v1/recall") return request.method == "GET" ? get_recall(responder) : delete_recall(responder);
     if (path == "/metrics") return metrics(responder);

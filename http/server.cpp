@@ -181,6 +181,7 @@ private:
         if (auto it = message.find(bhttp::field::authorization); it != message.end()) {
             request.authorization = std::string(it->value());
         }
+        if (auto it = message.find("x-api-key"); it != message.end()) request.x_api_key = std::string(it->value());
         request.body = message.body();
         keep_alive_ = message.keep_alive();
         version_ = message.version();

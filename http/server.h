@@ -25,6 +25,7 @@ struct HttpRequest {
     std::string query;          // after '?', undecoded
     std::string authorization;  // the Authorization header, if any
     std::string body;
+    std::string x_api_key;      // the x-api-key header, if any (Anthropic's clients send the key there)
 };
 
 // How a handler answers. Thread-safe: every call is posted to the

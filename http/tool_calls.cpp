@@ -1,5 +1,6 @@
 #include "http/tool_calls.h"
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -33,6 +34,72 @@ size_t partial_tag_at_end(std::string_view text, std::string_view tag) {
     return 0;
 }
 
+// Where a call's body stands while it streams in: does it open as
+// `{"name": "<name>", "arguments": {` (or "parameters"; whitespace between
+// tokens allowed)?
+struct CallHeader {
+    enum class State { incomplete, other, found } state = State::incomplete;
+    std::string name;
+    size_t arguments_at = 0;  // found: the offset of the `{` that opens the arguments
+};
+
+CallHeader read_call_header(std::string_view body) {
+    size_t at = 0;
+    auto skip_space = [&] {
+        while (at < body.size() && is_space(body[at])) ++at;
+        return at < body.size();
+    };
+    // A literal: there whole, cut short by the end of the text, or not there.
+    auto literal = [&](std::string_view word) {
+        const std::string_view rest = body.substr(at);
+        if (rest.starts_with(word)) {
+            at += word.size();
+            return CallHeader::State::found;
+        }
+        return word.starts_with(rest) ? CallHeader::State::incomplete : CallHeader::State::other;
+    };
+    auto literals = [&](std::initializer_list<std::string_view> words) {
+        for (std::string_view word : words) {
+            if (!skip_space()) return CallHeader::State::incomplete;
+            if (const CallHeader::State state = literal(word); state != CallHeader::State::found) return state;
+        }
+        return CallHeader::State::found;
+    };
+    if (const CallHeader::State state = literals({"{", "\"name\"", ":"}); state != CallHeader::State::found) return {state};
+    if (!skip_space()) return {};
+    if (body[at] != '"') return {CallHeader::State::other};
+    const size_t name_start = at++;
+    for (bool escaped = false; at < body.size() && (escaped || body[at] != '"'); ++at) escaped = !escaped && body[at] == '\\';
+    if (at >= body.size()) return {};
+    const json name = json::parse(body.substr(name_start, ++at - name_start), nullptr, false);
+    if (name.is_discarded() || !name.is_string() || name.get<std::string>().empty()) return {CallHeader::State::other};
+    if (const CallHeader::State state = literals({","}); state != CallHeader::State::found) return {state};
+    // The arguments' key: hermes templates write "arguments", Llama 3's "parameters".
+    if (!skip_space()) return {};
+    const size_t key_at = at;
+    CallHeader::State key = literal("\"arguments\"");
+    if (key != CallHeader::State::found) {
+        at = key_at;
+        const CallHeader::State other_key = literal("\"parameters\"");
+        if (other_key == CallHeader::State::found || key == CallHeader::State::other) key = other_key;
+    }
+    if (key != CallHeader::State::found) return {key};
+    if (const CallHeader::State state = literals({":", "{"}); state != CallHeader::State::found) return {state};
+    return {CallHeader::State::found, name.get<std::string>(), at - 1};
+}
+
+// The arguments of a call in the `{"name": ..., "arguments": {...}}` form,
+// as the model wrote them: the same text a stream of it sends.
+std::optional<std::string> raw_arguments(std::string_view body) {
+    const CallHeader header = read_call_header(body);
+    if (header.state != CallHeader::State::found) return std::nullopt;
+    JsonDepth depth;
+    for (size_t i = header.arguments_at; i < body.size(); ++i) {
+        if (depth.take(body[i])) return std::string(body.substr(header.arguments_at, i + 1 - header.arguments_at));
+    }
+    return std::nullopt;
+}
+
 struct CallText {
     std::string name;
     std::string arguments;
@@ -57,6 +124,10 @@ std::optional<CallText> parse_call(std::string_view body) {
     for (auto it = call.begin(); it != call.end(); ++it) {
         if (it.key() != "name" && it.key() != "arguments" && it.key() != "parameters") return std::nullopt;
     }
+    // The model's own text where it wrote the arguments as an object after
+    // the name, so a whole reply and a stream of it (which sends that text
+    // as it comes) agree; a normalized object otherwise.
+    if (std::optional<std::string> raw = raw_arguments(trim(body))) return CallText{name->get<std::string>(), std::move(*raw)};
     return CallText{name->get<std::string>(), object.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
@@ -75,6 +146,23 @@ ReplyDelta call_delta(int32_t index, bool opens) {
 }
 
 }  // namespace
+
+bool JsonDepth::take(char c) {
+    if (in_string) {
+        if (escaped) {
+            escaped = false;
+        } else if (c == '\\') {
+            escaped = true;
+        } else if (c == '"') {
+            in_string = false;
+        }
+        return false;
+    }
+    if (c == '"') in_string = true;
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    return depth == 0;
+}
 
 ToolCallFormat tool_call_format(std::string_view template_source) {
     if (template_source.find(kOpen) != std::string_view::npos) return ToolCallFormat::hermes;
@@ -110,8 +198,9 @@ std::vector<ReplyDelta> ToolCallStream::feed(std::string_view text) {
     return out;
 }
 
-std::vector<ReplyDelta> ToolCallStream::finish() {
+std::vector<ReplyDelta> ToolCallStream::finish(std::string_view last) {
     std::vector<ReplyDelta> out;
+    pending_ += last;
     process(true, out);
     // Whitespace after the last call separates nothing; without calls it is
     // the reply's own text.
@@ -148,6 +237,10 @@ void ToolCallStream::process_hermes(bool final, std::vector<ReplyDelta>& out) {
             continue;
         }
         const size_t close = pending_.find(kClose);
+        if (streaming_ || (close == std::string::npos && !final && start_streaming(out))) {
+            if (!stream_arguments(close, final, out)) return;
+            continue;
+        }
         // A reply that ends inside a call (a stop string cut the close tag)
         // still made the call when what it holds parses.
         if (close == std::string::npos && !final) return;
@@ -209,28 +302,72 @@ void ToolCallStream::emit_content(std::string_view text, std::vector<ReplyDelta>
     }
 }
 
-bool ToolCallStream::emit_call(std::string_view body, std::vector<ReplyDelta>& out) {
-    std::optional<CallText> call = parse_call(body);
-    if (!call) return false;
-    const int32_t index = calls_++;
-    ReplyDelta opening = call_delta(index, true);
+// A call still coming in whose header names the function and opens its
+// arguments is taken as a call from then on, so its arguments can stream.
+bool ToolCallStream::start_streaming(std::vector<ReplyDelta>& out) {
+    CallHeader header = read_call_header(pending_);
+    if (header.state != CallHeader::State::found) return false;
+    open_call(std::move(header.name), out);
+    pending_.erase(0, header.arguments_at);
+    streaming_ = true;
+    arguments_done_ = false;
+    depth_ = {};
+    return true;
+}
+
+// The streaming call's arguments as far as they have come, up to the end of
+// their object; then what is left of the call up to its close tag (the
+// body's last brace) is dropped. False while the call is still open.
+bool ToolCallStream::stream_arguments(size_t close, bool final, std::vector<ReplyDelta>& out) {
+    // A close tag cut short at the end waits for the next piece.
+    const size_t limit = close != std::string::npos ? close
+                         : final                    ? pending_.size()
+                                                    : pending_.size() - partial_tag_at_end(pending_, kClose);
+    size_t taken = 0;
+    while (!arguments_done_ && taken < limit) arguments_done_ = depth_.take(pending_[taken++]);
+    if (taken > 0) {
+        ReplyDelta piece = call_delta(calls_ - 1, false);
+        piece.arguments = pending_.substr(0, taken);
+        out.push_back(std::move(piece));
+    }
+    if (close == std::string::npos && !final) {
+        pending_.erase(0, limit);
+        return false;
+    }
+    // The call ends here (or the reply did, cutting it short: it was made,
+    // and its arguments are what was written).
+    pending_.erase(0, close == std::string::npos ? pending_.size() : close + kClose.size());
+    streaming_ = false;
+    in_call_ = false;
+    return !(final && pending_.empty());
+}
+
+void ToolCallStream::open_call(std::string name, std::vector<ReplyDelta>& out) {
+    ReplyDelta opening = call_delta(calls_++, true);
     opening.id = ids_();
-    opening.name = std::move(call->name);
+    opening.name = std::move(name);
     out.push_back(std::move(opening));
-    ReplyDelta arguments = call_delta(index, false);
-    arguments.arguments = std::move(call->arguments);
-    out.push_back(std::move(arguments));
     // Whitespace between content and this call, kept only as a separator
     // for content that comes after.
     if (content_sent_) held_space_ = std::move(space_before_);
     space_before_.clear();
+}
+
+bool ToolCallStream::emit_call(std::string_view body, std::vector<ReplyDelta>& out) {
+    std::optional<CallText> call = parse_call(body);
+    if (!call) return false;
+    open_call(std::move(call->name), out);
+    ReplyDelta arguments = call_delta(calls_ - 1, false);
+    arguments.arguments = std::move(call->arguments);
+    out.push_back(std::move(arguments));
     return true;
 }
 
 ParsedReply parse_tool_calls(std::string_view text, ToolCallFormat format, ToolCallIds ids) {
+    // All of it at once as the end: every call is checked whole, as a
+    // stream cannot check the calls it sends as they come.
     ToolCallStream stream(format, std::move(ids));
-    std::vector<ReplyDelta> deltas = stream.feed(text);
-    for (ReplyDelta& d : stream.finish()) deltas.push_back(std::move(d));
+    std::vector<ReplyDelta> deltas = stream.finish(text);
     ParsedReply reply;
     for (ReplyDelta& d : deltas) {
         if (!d.is_tool_call) {

@@ -54,19 +54,39 @@ struct ReplyDelta {
     std::string arguments;
 };
 
+// Where the object a text opened closes: fed characters one by one, follows
+// strings, escapes and nesting. Pure; one per text.
+struct JsonDepth {
+    int32_t depth = 0;
+    bool in_string = false;
+    bool escaped = false;
+    // Takes `c`; true when it closes the outermost object or array.
+    bool take(char c);
+};
+
 // Fed the reply's text as it arrives, gives what can be sent now. Text that
 // may still turn out to be part of a call (a "<tool_call" cut short, or a
-// llama3 reply that opens with "{") is held until it is decided. A hermes
-// call goes out as two pieces once its "</tool_call>" arrives: the opening
-// piece, then the whole arguments. Whitespace between content and calls is
-// a separator, not content: it is dropped when calls were made.
+// llama3 reply that opens with "{") is held until it is decided.
+//
+// A hermes call that streams in as `{"name": "f", "arguments": {` is taken
+// as a call as soon as that much has come: its opening piece goes out, then
+// its arguments in the pieces the model writes them in, as the model wrote
+// them, up to the end of their object (what follows, up to "</tool_call>",
+// is dropped). From then on the call stands even if the rest goes wrong (a
+// reply cut by max_tokens leaves its arguments unfinished): a stream cannot
+// take back what it sent. A call in any other shape, or one that arrives
+// whole with its close tag, is checked whole and goes out as two pieces, the
+// opening and the arguments, or stays content when it does not parse.
+// Whitespace between content and calls is a separator, not content: it is
+// dropped when calls were made.
 class ToolCallStream {
 public:
     explicit ToolCallStream(ToolCallFormat format, ToolCallIds ids = random_tool_call_id);
 
     std::vector<ReplyDelta> feed(std::string_view text);
-    // The reply has ended: everything still held is decided and given.
-    std::vector<ReplyDelta> finish();
+    // The reply has ended, with `last` (maybe nothing) after what was fed:
+    // everything still held is decided and given.
+    std::vector<ReplyDelta> finish(std::string_view last = {});
 
     int32_t calls() const { return calls_; }
 
@@ -76,6 +96,9 @@ private:
     void process_llama3(bool final, std::vector<ReplyDelta>& out);
     void emit_content(std::string_view text, std::vector<ReplyDelta>& out);
     bool emit_call(std::string_view body, std::vector<ReplyDelta>& out);
+    bool start_streaming(std::vector<ReplyDelta>& out);
+    bool stream_arguments(size_t close, bool final, std::vector<ReplyDelta>& out);
+    void open_call(std::string name, std::vector<ReplyDelta>& out);
 
     ToolCallFormat format_;
     ToolCallIds ids_;
@@ -83,18 +106,25 @@ private:
     std::string held_space_;      // trailing whitespace of the content so far
     std::string space_before_;    // whitespace before the open call, given back if it fails
     bool in_call_ = false;        // hermes: inside <tool_call> ... </tool_call>
+    bool streaming_ = false;      // hermes: the open call is taken and its arguments stream
+    bool arguments_done_ = false; // streaming_: their object has closed
+    JsonDepth depth_;             // streaming_: where the arguments stand
     bool decided_ = false;        // llama3: the reply is known to be plain content
     bool content_sent_ = false;   // some content has gone out
     int32_t calls_ = 0;
 };
 
-// A whole reply: its content (empty when there was none besides calls) and calls.
+// A whole reply: its content (empty when there was none besides calls) and
+// calls. Arguments written as an object after the name are the model's own
+// text of it; others (a quoted object, "parameters") a normalized object.
 struct ParsedReply {
     std::string content;
     std::vector<ToolCall> tool_calls;
 };
 
-// The same as streaming `text` in one piece and joining the deltas.
+// The same as a stream given all of `text` with its end and the deltas
+// joined: calls are checked whole (a stream that took a call as it came
+// may differ, see ToolCallStream).
 ParsedReply parse_tool_calls(std::string_view text, ToolCallFormat format, ToolCallIds ids = random_tool_call_id);
 
 // What a forced tool call (tool_choice "required" or a named function) is

@@ -279,6 +279,7 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
 
     http::RouterOptions router_options;
     router_options.served_model_name = model_name;
+    router_options.model_aliases = config.model_aliases;
     router_options.api_key = config.api_key;
     router_options.ctx_size = ctx_size;
     router_options.vocab_size = std::min(static_cast<uint32_t>(model_config.vocab_size), tokenizer.vocab_size());

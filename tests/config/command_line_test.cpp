@@ -158,6 +158,13 @@ TEST(ServeFlags, ApiKeyAndServedName) {
 
 TEST(ServeFlags, EmptyApiKeyIsRejected) { expect_rejected({"--api-key", ""}, "--api-key"); }
 
+TEST(ServeFlags, ModelAliasesRepeatAndEachTakesOneName) {
+    ServerConfig c = serve({"--model-alias", "*", "--model-alias", "claude-haiku-4-5"});
+    EXPECT_EQ(c.model_aliases, (std::vector<std::string>{"*", "claude-haiku-4-5"}));
+}
+
+TEST(ServeFlags, EmptyModelAliasIsRejected) { expect_rejected({"--model-alias", ""}, "--model-alias"); }
+
 TEST(ServeFlags, SizesAndThreads) {
     ServerConfig c = serve({"--ctx-size", "2048", "--max-streams", "4", "--threads", "2"});
     EXPECT_EQ(c.ctx_size, 2048);
@@ -240,7 +247,7 @@ TEST(Help, ServeHelpListsEveryFlagWithItsDefault) {
     ParseOutcome outcome = parse({"serve", "--help"});
     EXPECT_FALSE(outcome.run);
     EXPECT_EQ(outcome.exit_code, 0);
-    for (const char* flag : {"MODEL", "--host", "--port", "--api-key", "--served-model-name", "--ctx-size",
+    for (const char* flag : {"MODEL", "--host", "--port", "--api-key", "--served-model-name", "--model-alias", "--ctx-size",
                              "--max-streams", "--threads", "--device", "--gpu-memory-fraction", "--draft-tokens", "--log-level", "--recall", "--recall-dir",
                              "--recall-gib", "--recall-read-only"}) {
         EXPECT_NE(outcome.message.find(flag), std::string::npos) << flag << " missing from:\n" << outcome.message;

@@ -10,74 +10,12 @@
 
 #include "http/openai_response.h"
 #include "http/router.h"
+#include "route_test_support.h"
 
 namespace tf::http {
 namespace {
 
 using nlohmann::json;
-
-// Answers every request at once (inside submit) with its script: the
-// reply's text in the given pieces, then the end. Choice j of a request
-// gets script j.
-class ScriptedService : public actors::Service {
-public:
-    std::vector<std::vector<std::string>> scripts;
-    engine::FinishReason finish = engine::FinishReason::stop_token;
-    std::vector<engine::GenerationRequest> submitted;
-
-    actors::RequestHandle submit(engine::GenerationRequest request, actors::EventCallback on_event) override {
-        const std::vector<std::string>& pieces = scripts.at(submitted.size() % scripts.size());
-        submitted.push_back(std::move(request));
-        for (const std::string& piece : pieces) {
-            actors::StreamEvent event;
-            event.tokens = {1};
-            event.text = piece;
-            on_event(std::move(event));
-        }
-        actors::StreamEvent last;
-        last.finish = finish;
-        on_event(std::move(last));
-        return submitted.size();
-    }
-    void cancel(actors::RequestHandle) override {}
-    actors::RecallReport recall_report() override { return {}; }
-    recall::EraseResult delete_recall() override { return {}; }
-    actors::ServiceMetrics metrics() override { return {}; }
-    void shutdown() override {}
-};
-
-// Keeps what the Router answers; everything happens inside handle() here.
-class RecordingResponder : public Responder {
-public:
-    int status = 0;
-    std::string body;
-    std::vector<std::string> events;
-    bool ended = false;
-
-    void respond(int s, std::string, std::string b, Headers) override {
-        status = s;
-        body = std::move(b);
-    }
-    void start_events(Headers) override { status = 200; }
-    void send_event(std::string data) override { events.push_back(std::move(data)); }
-    void end_events() override { ended = true; }
-    bool disconnected() const override { return false; }
-    void on_disconnect(std::function<void()>) override {}
-
-    // The JSON chunks of the stream, [DONE] left out.
-    std::vector<json> chunks() const {
-        std::vector<json> out;
-        for (const std::string& e : events) {
-            if (e != kSseDone) out.push_back(json::parse(e.substr(6)));
-        }
-        return out;
-    }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // A small template of our own in the hermes style: it reads `tools` and
 // shows the model the <tool_call> form.
@@ -95,11 +33,6 @@ const std::string kLlama3Template =
     "{% for m in messages %}{{ 'ipython' if m.role == 'tool' else m.role }}: {{ m.content }}\n{% endfor %}";
 // Reads tools but shows no call form tensorfold knows.
 const std::string kToolsWithoutAFormTemplate = "{{ tools | length }} tools. {% for m in messages %}{{ m.content }}{% endfor %}";
-
-tokenizer::Tokenizer tinycode_with(const std::string& chat_template) {
-    const std::string dir = std::string(TF_SOURCE_DIR_FOR_TESTS) + "/models/tinycode/";
-    return tokenizer::Tokenizer::from_json(read_file(dir + "tokenizer.json"), json{{"chat_template", chat_template}}.dump());
-}
 
 const std::string kCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
 
@@ -277,7 +210,8 @@ TEST_F(ChatToolsRoute, ALlama3TemplateHasItsWholeJsonReplyReadAsACall) {
     ASSERT_EQ(responder_->status, 200) << body;
     EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
     ASSERT_EQ(body["choices"][0]["message"]["tool_calls"].size(), 1u);
-    EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+    // The arguments as the model wrote them.
+    EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Paris\"}");
 }
 
 TEST_F(ChatToolsRoute, ATemplateWithoutAKnownCallFormAnswersContentAndCannotForce) {

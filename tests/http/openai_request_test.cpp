@@ -328,6 +328,25 @@ TEST(ChatRequestTools, BadHistoryToolFieldsAreRefused) {
              "expected a string");
 }
 
+TEST(ChatRequest, ReasoningInHistoryAndTemplateKwargsReachTheTemplate) {
+    const ChatRequest r = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "reasoning_content": "greet back"}],
+        "chat_template_kwargs": {"enable_thinking": false}})");
+    EXPECT_EQ(r.messages[1].reasoning_content, "greet back");
+    ASSERT_EQ(r.template_variables.size(), 1u);
+    EXPECT_EQ(r.template_variables[0], (std::pair<std::string, std::string>{"enable_thinking", "false"}));
+}
+
+TEST(ChatRequest, ReasoningInHistoryMayComeUnderItsNewerName) {
+    const ChatRequest r = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "reasoning": "greet back"}]})");
+    EXPECT_EQ(r.messages[1].reasoning_content, "greet back");
+    // A reply gives both names; the first is read.
+    const ChatRequest both = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "reasoning_content": "a", "reasoning": "a"}]})");
+    EXPECT_EQ(both.messages[1].reasoning_content, "a");
+}
+
 TEST(CompletionRequest, ToolsBelongToChat) {
     completion_400(R"({"prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]})", "tools", "/v1/chat/completions");
 }

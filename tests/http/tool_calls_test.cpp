@@ -109,7 +109,7 @@ TEST(HermesToolCalls, NonAsciiArgumentsStayUtf8) {
     const ParsedReply r =
         parse("<tool_call>{\"name\": \"f\", \"arguments\": {\"city\": \"Zürich\"}}</tool_call>", ToolCallFormat::hermes);
     ASSERT_EQ(r.tool_calls.size(), 1u);
-    EXPECT_EQ(r.tool_calls[0].arguments, "{\"city\":\"Zürich\"}");
+    EXPECT_EQ(r.tool_calls[0].arguments, "{\"city\": \"Zürich\"}");
 }
 
 TEST(HermesToolCalls, TextWithoutCallsIsContentUnchanged) {
@@ -165,7 +165,9 @@ TEST(HermesToolCalls, StreamingMatchesTheWholeReplyAtEverySplitPoint) {
              "Sure: " + kWeather + " and then some text.",
              std::string("<tool_call>oops</tool_call>\n") + kWeather,
              std::string("no calls here, only a < sign and <tool"),
-             std::string("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1"),
+             std::string("<tool_call>\n{\"name\": \"f\", \"argu"),  // cut before the arguments open
+             std::string("<tool_call>\n{\"arguments\": {\"x\": 1}, \"name\": \"f\"}\n</tool_call>"),
+             std::string("<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"}{\\\"\", \"n\": [1, {}]}}</tool_call>"),
              std::string("  leading and trailing  "),
          }) {
         expect_every_split_matches(text, ToolCallFormat::hermes);
@@ -193,9 +195,67 @@ TEST(HermesToolCallStream, ACallGoesOutAsAnOpeningPieceThenItsArguments) {
     EXPECT_EQ(out[0].name, "get_weather");
     EXPECT_EQ(out[0].arguments, "");
     EXPECT_TRUE(out[1].is_tool_call && !out[1].opens);
-    EXPECT_EQ(out[1].arguments, "{\"city\":\"Paris\"}");
+    EXPECT_EQ(out[1].arguments, "{\"city\": \"Paris\"}");  // as the model wrote it
     EXPECT_TRUE(stream.finish().empty());
     EXPECT_EQ(stream.calls(), 1);
+}
+
+// The arguments of each delta in `deltas`, in order.
+std::vector<std::string> argument_pieces(const std::vector<ReplyDelta>& deltas) {
+    std::vector<std::string> out;
+    for (const ReplyDelta& d : deltas) {
+        if (d.is_tool_call && !d.opens) out.push_back(d.arguments);
+    }
+    return out;
+}
+
+TEST(HermesToolCallStream, ArgumentsStreamAsTheyComeOnceTheNameAndTheirObjectHaveOpened) {
+    ToolCallStream stream(ToolCallFormat::hermes, counting_ids());
+    EXPECT_TRUE(stream.feed("<tool_call>\n{\"name\": \"write\", \"argum").empty());
+    const std::vector<ReplyDelta> opened = stream.feed("ents\": {\"text\": \"a}");
+    ASSERT_EQ(opened.size(), 2u);
+    EXPECT_TRUE(opened[0].opens);
+    EXPECT_EQ(opened[0].name, "write");
+    EXPECT_EQ(opened[1].arguments, "{\"text\": \"a}");
+    EXPECT_EQ(argument_pieces(stream.feed("b\"}")), std::vector<std::string>{"b\"}"});
+    // After the arguments' object: the body's last brace and the close tag,
+    // which may come cut.
+    EXPECT_TRUE(stream.feed("}\n</tool").empty());
+    EXPECT_TRUE(stream.feed("_call>").empty());
+    const std::vector<ReplyDelta> after = stream.feed(" Done.");
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0].content, "Done.");
+    EXPECT_TRUE(stream.finish().empty());
+    EXPECT_EQ(stream.calls(), 1);
+}
+
+TEST(HermesToolCallStream, StreamedPiecesJoinToTheWholeReplysArgumentsAtEverySplitPoint) {
+    const std::string text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2], \"b\": {\"c\": \"}\"}}}\n</tool_call>";
+    const ParsedReply whole = parse(text, ToolCallFormat::hermes);
+    ASSERT_EQ(whole.tool_calls.size(), 1u);
+    EXPECT_EQ(whole.tool_calls[0].arguments, "{\"a\": [1, 2], \"b\": {\"c\": \"}\"}}");
+    std::vector<std::string> bytes;
+    for (char c : text) bytes.emplace_back(1, c);
+    EXPECT_EQ(streamed(bytes, ToolCallFormat::hermes).tool_calls.at(0).arguments, whole.tool_calls[0].arguments);
+}
+
+// A stream cannot take back a call it has begun to send: once the name
+// and the arguments' opening brace have gone out, the call stands, where a
+// whole reply, checked whole, would have kept the text as content.
+TEST(HermesToolCallStream, ACallTakenAsItCameStandsWhenItsEndGoesWrong) {
+    const std::string cut = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1";
+    EXPECT_TRUE(parse(cut, ToolCallFormat::hermes).tool_calls.empty());
+    const ParsedReply cut_stream = streamed({cut.substr(0, 40), cut.substr(40)}, ToolCallFormat::hermes);
+    ASSERT_EQ(cut_stream.tool_calls.size(), 1u);
+    EXPECT_EQ(cut_stream.tool_calls[0].arguments, "{\"x\": 1");
+    EXPECT_EQ(cut_stream.content, "");
+
+    const std::string extra = "<tool_call>{\"name\": \"f\", \"arguments\": {}, \"extra\": 1}</tool_call> after";
+    EXPECT_TRUE(parse(extra, ToolCallFormat::hermes).tool_calls.empty());
+    const ParsedReply extra_stream = streamed({extra.substr(0, 40), extra.substr(40)}, ToolCallFormat::hermes);
+    ASSERT_EQ(extra_stream.tool_calls.size(), 1u);
+    EXPECT_EQ(extra_stream.tool_calls[0].arguments, "{}");
+    EXPECT_EQ(extra_stream.content, "after");
 }
 
 TEST(Llama3ToolCalls, TheWholeReplyIsOneCall) {
@@ -206,7 +266,7 @@ TEST(Llama3ToolCalls, TheWholeReplyIsOneCall) {
         EXPECT_EQ(r.content, "") << text;
         ASSERT_EQ(r.tool_calls.size(), 1u) << text;
         EXPECT_EQ(r.tool_calls[0].name, "get_weather");
-        EXPECT_EQ(r.tool_calls[0].arguments, "{\"city\":\"Paris\"}");
+        EXPECT_EQ(r.tool_calls[0].arguments, "{\"city\": \"Paris\"}");  // as the model wrote it
     }
 }
 
