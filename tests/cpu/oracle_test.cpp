@@ -6,9 +6,10 @@
 // to 8 significant bits moves logits of size ~15 by a few hundredths).
 //
 // Over the default f16 KV cache, f32 activations keep every case too.
-// bf16 activations over it leave one case at a near tie (case 4, token 24,
-// where the fp32 forward puts the oracle's id 0.005 above ours): a case may
-// leave the oracle only where the fp32 forward's margin is below 0.02.
+// bf16 activations over it may turn a near tie (case 4, token 24, where the
+// fp32 forward puts the oracle's id 0.005 above ours, went the other way
+// before attention folded its keys in blocks): a case may leave the oracle
+// only where the fp32 forward's margin is below 0.02.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
