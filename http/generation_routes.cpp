@@ -8,6 +8,7 @@
 #include <random>
 
 #include "http/api_error.h"
+#include "http/fim.h"
 #include "http/generation.h"
 #include "http/openai_response.h"
 #include "http/reasoning.h"
@@ -136,6 +137,27 @@ void Router::use_logprobs(Generation& generation, const SamplingFields& sampling
     generation.end_tokens.assign(options_.eos_token_ids.begin(), options_.eos_token_ids.end());
 }
 
+// "suffix": the prompt becomes the vocabulary's fill-in-the-middle form
+// (fim.h), so the reply is the code between the prompt and the suffix.
+// A vocabulary without FIM tokens was not trained for it: a 400, not a
+// prompt the model would read as plain text and continue past the gap.
+std::vector<model::TokenId> Router::fim_ids(const PromptInput& input, const std::string& suffix,
+                                            const std::string& field) const {
+    const std::optional<FimTokens> fim = find_fim_tokens(tokenizer_);
+    if (!fim) {
+        throw bad_request("suffix", "suffix: this model's vocabulary has no fill-in-the-middle tokens (such as "
+                                    "<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>); send the prompt without a suffix");
+    }
+    if (!input.text) throw bad_request("suffix", "suffix: needs a text prompt, and " + field + " is token ids");
+    std::vector<tokenizer::TokenId> encoded;
+    try {
+        encoded = fim_prompt(tokenizer_, *fim, *input.text, suffix);
+    } catch (const tokenizer::TokenizerError& e) {
+        throw bad_request("suffix", field + " or suffix: " + e.what());
+    }
+    return {encoded.begin(), encoded.end()};
+}
+
 void Router::completions(const HttpRequest& http, const std::shared_ptr<Responder>& responder, Clock::time_point arrival) {
     const CompletionRequest parsed = parse_completion_request(http.body);
     check_model(parsed.model);
@@ -146,7 +168,10 @@ void Router::completions(const HttpRequest& http, const std::shared_ptr<Responde
         const std::string field = parsed.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(i) + "]";
         std::vector<model::TokenId> ids;
         Generation::Part part;
-        if (input.text) {
+        if (parsed.suffix) {
+            ids = fim_ids(input, *parsed.suffix, field);
+            if (parsed.echo) part.prefix = *input.text;
+        } else if (input.text) {
             std::vector<tokenizer::TokenId> encoded;
             try {
                 encoded = tokenizer_.encode(*input.text, /*allow_special=*/true, /*add_special_tokens=*/true);

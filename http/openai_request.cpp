@@ -463,6 +463,10 @@ CompletionRequest parse_completion_request(std::string_view body) {
     request.model = optional_string(root, "model");
     request.prompts = parse_prompts(root);
     request.echo = boolean(root, "echo").value_or(false);
+    if (const json* suffix = field(root, "suffix")) {
+        if (!suffix->is_string()) wrong_type("suffix", "a string", *suffix);
+        request.suffix = suffix->get<std::string>();
+    }
     refuse_unsupported(root);
     if (const json* v = field(root, "tools"); v && !(v->is_array() && v->empty())) {
         throw bad_request("tools", "tools: not supported on /v1/completions; use /v1/chat/completions");

@@ -89,6 +89,9 @@ struct CompletionRequest {
     std::string model;  // empty when the request names none: the served model
     std::vector<PromptInput> prompts;  // a list of prompts gets one choice each
     bool echo = false;
+    // Fill-in-the-middle: the text after the gap the prompt's text comes
+    // before (OpenAI's "suffix"); absent or null: a plain completion.
+    std::optional<std::string> suffix;
     SamplingFields sampling;
 };
 

@@ -26,11 +26,17 @@ const std::vector<Route>& routes() {
         {"/v1/completions", {"POST"}},  {"/v1/chat/completions", {"POST"}}, {"/v1/messages", {"POST"}},
         {"/v1/messages/count_tokens", {"POST"}}, {"/v1/responses", {"POST"}}, {"/v1/models", {"GET"}},   {"/v1/recall", {"GET", "DELETE"}},
         {"/health", {"GET"}},           {"/metrics", {"GET"}},
+        {"/tokenize", {"POST"}},        {"/detokenize", {"POST"}},          {"/apply-template", {"POST"}},
     };
     return table;
 }
 
-bool needs_key(std::string_view path) { return path == "/v1" || path.starts_with("/v1/"); }
+// The tokenizer routes show the chat template and vocabulary, which a key
+// guards as it guards the model's replies (llama.cpp's server asks for it too).
+bool needs_key(std::string_view path) {
+    return path == "/v1" || path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize" ||
+           path == "/apply-template";
+}
 
 // Anthropic's routes answer errors in Anthropic's shape and take the key
 // from x-api-key too, as its SDKs and Claude Code send it.
@@ -90,6 +96,9 @@ void Router::route(const HttpRequest& request, const std::shared_ptr<Responder>&
     if (path == "/v1/messages") return messages(request, responder, arrival);
     if (path == "/v1/messages/count_tokens") return count_tokens(request, responder);
     if (path == "/v1/responses") return responses(request, responder, arrival);
+    if (path == "/tokenize") return tokenize(request, responder);
+    if (path == "/detokenize") return detokenize(request, responder);
+    if (path == "/apply-template") return apply_template(request, responder);
     if (path == "/v1/models") return models(responder);
     if (path == "/v1/recall") return request.method == "GET" ? get_recall(responder) : delete_recall(responder);
     if (path == "/metrics") return metrics(responder);

@@ -5,13 +5,16 @@
 //   POST   /v1/messages          Anthropic's Messages API, on the same path (anthropic_request.h)
 //   POST   /v1/messages/count_tokens  the prompt's token count for a Messages body
 //   POST   /v1/responses         OpenAI's Responses API, stateless, on the same path (responses_request.h)
+//   POST   /tokenize             text to token ids (llama.cpp's shape, tokenize_request.h)
+//   POST   /detokenize           token ids to text
+//   POST   /apply-template       a chat body's prompt text, as the chat routes render it
 //   GET    /v1/models            the one served model
 //   GET    /v1/recall            the record's report (recall_json.h)
 //   DELETE /v1/recall            empties the record: 200, 409 (read-only, following), 500 (names the file)
 //   GET    /health               open
 //   GET    /metrics              open; Prometheus text (metrics_page.h)
 //
-// With an API key every /v1/* route needs "Authorization: Bearer KEY"
+// With an API key every /v1/* route and the tokenizer routes need "Authorization: Bearer KEY"
 // (constant-time compare) else 401; the Anthropic routes also take it as
 // "x-api-key: KEY", as Anthropic's clients send it. Unknown route 404, known
 // route with the wrong method 405 with Allow. Errors are {"error":
@@ -87,6 +90,9 @@ private:
     void messages(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Clock::time_point arrival);
     void count_tokens(const HttpRequest& request, const std::shared_ptr<Responder>& responder) const;
     void responses(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Clock::time_point arrival);
+    void tokenize(const HttpRequest& request, const std::shared_ptr<Responder>& responder) const;
+    void detokenize(const HttpRequest& request, const std::shared_ptr<Responder>& responder) const;
+    void apply_template(const HttpRequest& request, const std::shared_ptr<Responder>& responder) const;
     void models(const std::shared_ptr<Responder>& responder) const;
     void metrics(const std::shared_ptr<Responder>& responder);
     void get_recall(const std::shared_ptr<Responder>& responder);
@@ -97,6 +103,7 @@ private:
     ChatPrompt chat_prompt(const ChatRequest& parsed, const ChatFields& fields = {}) const;
     engine::GenerationRequest chat_generation_request(const ChatPrompt& prompt, const ChatRequest& parsed,
                                                       const ChatFields& fields = {}) const;
+    std::vector<model::TokenId> fim_ids(const PromptInput& input, const std::string& suffix, const std::string& field) const;
     std::vector<model::TokenId> check_ids(const std::vector<int32_t>& ids, const std::string& field) const;
     engine::GenerationRequest generation_request(std::vector<model::TokenId> prompt, const SamplingFields& sampling,
                                                  const std::string& field,
