@@ -112,6 +112,32 @@ test('a repeated request reports its prompt as read from the cache', async () =>
   assert.ok(again.usage.cache_read_input_tokens >= prompt - 1, JSON.stringify(again.usage));
 });
 
+// Claude Code's first system line carries per-request values; left in the
+// prompt it would change the first tokens and nothing could be resumed.
+test('requests differing only in the billing line read the same prompt, the second from the cache', async () => {
+  const withBilling = (line) => ({
+    ...hello,
+    system: [
+      { type: 'text', text: line },
+      { type: 'text', text: 'You are a coding agent working in a Python repository. Answer with code only.' },
+    ],
+    max_tokens: 4,
+  });
+  const first = withBilling('x-anthropic-billing-header: cc_version=2.0.14.abc; cc_entrypoint=cli; cch=5e1f0;');
+  const second = withBilling('x-anthropic-billing-header: cc_version=2.0.14.abc; cc_entrypoint=cli; cch=a93c7;');
+  const counted = async ({ max_tokens: _, temperature: __, ...body }) => (await client.messages.countTokens(body)).input_tokens;
+  const prompt = await counted(first);
+  assert.equal(await counted(second), prompt);
+  // Without the line at all, the prompt is the same: it was left out, not kept as some fixed text.
+  assert.equal(await counted({ ...first, system: first.system.slice(1) }), prompt);
+
+  const a = await client.messages.create(first);
+  assert.equal(a.usage.input_tokens + a.usage.cache_read_input_tokens, prompt);
+  const b = await client.messages.create(second);
+  assert.equal(b.usage.input_tokens + b.usage.cache_read_input_tokens, prompt);
+  assert.ok(b.usage.cache_read_input_tokens >= prompt - 4, JSON.stringify({ prompt, usage: b.usage }));
+});
+
 test('the beta route form, its headers and x-api-key are accepted', async () => {
   const m = await client.beta.messages.create({ ...hello, max_tokens: 4, betas: ['interleaved-thinking-2025-05-14'] });
   assert.equal(m.type, 'message');

@@ -75,6 +75,16 @@ TEST_F(MessagesRoute, ThePromptIsTheOneChatCompletionsRenders) {
     EXPECT_EQ(service_.submitted[0].max_tokens, 64);
 }
 
+TEST_F(MessagesRoute, TheBillingLineDoesNotReachThePrompt) {
+    service_.scripts = {{"ok"}};
+    post("/v1/messages", request({{"system", "x-anthropic-billing-header: cc_version=2.0.14.abc; cch=1;\nBe brief."}}));
+    post("/v1/messages", request({{"system", "x-anthropic-billing-header: cc_version=2.0.14.abc; cch=2;\nBe brief."}}));
+    post("/v1/messages", request({{"system", "Be brief."}}));
+    ASSERT_EQ(service_.submitted.size(), 3u);
+    EXPECT_EQ(service_.submitted[0].prompt, service_.submitted[1].prompt);
+    EXPECT_EQ(service_.submitted[0].prompt, service_.submitted[2].prompt);
+}
+
 TEST_F(MessagesRoute, CountTokensIsThePromptsLength) {
     service_.scripts = {{"ok"}};
     json body = request();
