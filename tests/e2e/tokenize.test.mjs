@@ -4,8 +4,7 @@
 // completion runs, and bad input is a 400 naming the field. tinycode's
 // vocabulary has no FIM tokens, so a suffix is refused there; "fimcode"
 // (tinycode with its last three vocabulary entries respelled as Qwen's FIM
-// tokens)
-// shows the fill-in-the-middle prompt the real binary runs.
+// tokens) shows the fill-in-the-middle prompt the real binary runs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
