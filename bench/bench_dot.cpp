@@ -244,8 +244,10 @@ void print_attention(const std::map<std::string, std::map<int, double>>& peak, d
     const std::pair<Isa, const char*> isas[] = {{Isa::avx2, "VFMADD231PS ymm"}, {Isa::avx512, "VFMADD231PS zmm"}};
     for (const auto& [isa, loop] : isas) {
         if (!isa_supported(isa)) continue;
-        const auto found = peak.find(loop);
-        const double limit = found == peak.end() ? 0 : found->second.at(1);
+        double limit = 0;  // the one-thread peak, when --threads measured it
+        if (const auto found = peak.find(loop); found != peak.end()) {
+            if (const auto one = found->second.find(1); one != found->second.end()) limit = one->second;
+        }
         for (KvType type : {KvType::f32, KvType::f16, KvType::q8_0}) {
             std::printf("| %s | %s |", isa_name(isa), kv_type_name(type));
             for (int32_t keys : kKeys) {
