@@ -239,7 +239,7 @@ async function recallReport(ready) {
   }
 }
 
-test('a message is the same with Recall off and on, its repeat drafted from the record', async () => {
+test('a message is the same with Recall off, on (its repeat drafted from the record) and read-only', async () => {
   // A prompt tinycode answers at length, so its reply is long enough to copy.
   const request = {
     model: 'tinycode', max_tokens: 48, temperature: 0,
@@ -251,7 +251,15 @@ test('a message is the same with Recall off and on, its repeat drafted from the 
   const again = await recallClient.messages.stream(request).finalMessage();
   const report = await recallReport((r) => r.adds >= 2);
   assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
-  for (const m of [first, again]) {
+  const readOnly = await startServer(['--recall-read-only', '--recall-dir', record.path]);
+  let fromReadOnly;
+  try {
+    const client = new Anthropic({ baseURL: readOnly.url, apiKey: 'none', maxRetries: 0 });
+    fromReadOnly = await client.messages.create(request);
+  } finally {
+    assert.equal(await readOnly.stop(), 0, readOnly.output());
+  }
+  for (const m of [first, again, fromReadOnly]) {
     assert.deepEqual(m.content, reference.content);
     assert.equal(m.usage.output_tokens, reference.usage.output_tokens);
     assert.equal(m.stop_reason, reference.stop_reason);
