@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { makeToolcode, startServer, tempDir } from './server.mjs';
+import { makeToolcode, recallReport, startServer, tempDir } from './server.mjs';
 
 let server;      // tinycode with an API key, no model aliases
 let client;
@@ -222,23 +222,6 @@ test('a forced tool call is a tool_use block, streamed as input_json_delta piece
     whole.usage.input_tokens + whole.usage.cache_read_input_tokens);
 });
 
-// Waits for the record's report to satisfy `ready`, reading it again after
-// each line the server writes; the deadline only turns "never" into a failure.
-async function recallReport(ready) {
-  let timer;
-  const deadline = new Promise((resolve) => { timer = setTimeout(resolve, 120_000, 'deadline'); });
-  try {
-    for (;;) {
-      const changed = recallServer.outputChanged();
-      const report = await (await fetch(`${recallServer.url}/v1/recall`)).json();
-      if (ready(report)) return report;
-      assert.notEqual(await Promise.race([changed, deadline]), 'deadline', `never got there: ${JSON.stringify(report)}`);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 test('a message is the same with Recall off, on (its repeat drafted from the record) and read-only', async () => {
   // A prompt tinycode answers at length, so its reply is long enough to copy.
   const request = {
@@ -247,9 +230,9 @@ test('a message is the same with Recall off, on (its repeat drafted from the rec
   };
   const reference = await client.messages.create(request);
   const first = await recallClient.messages.create(request);
-  await recallReport((r) => r.adds >= 1);
+  await recallReport(recallServer, (r) => r.adds >= 1);
   const again = await recallClient.messages.stream(request).finalMessage();
-  const report = await recallReport((r) => r.adds >= 2);
+  const report = await recallReport(recallServer, (r) => r.adds >= 2);
   assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
   const readOnly = await startServer(['--recall-read-only', '--recall-dir', record.path]);
   let fromReadOnly;

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer, tempDir } from './server.mjs';
+import { recallReport, startServer, tempDir } from './server.mjs';
 
 let off;
 let on;
@@ -26,25 +26,6 @@ after(async () => {
   assert.equal(await on.stop(), 0, on.output());
   record.remove();
 });
-
-// Waits for the record's report to satisfy `ready`, reading it again after
-// each line the server writes (at debug level its record's writer logs one
-// per add); the deadline only turns "never" into a failure.
-async function recallReport(server, ready) {
-  let timer;
-  const deadline = new Promise((resolve) => { timer = setTimeout(resolve, 120_000, 'deadline'); });
-  try {
-    for (;;) {
-      const changed = server.outputChanged();
-      const report = await (await fetch(`${server.url}/v1/recall`)).json();
-      if (ready(report)) return report;
-      assert.notEqual(await Promise.race([changed, deadline]), 'deadline',
-        `the record never got there: ${JSON.stringify(report)}`);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 test('completion logprobs: the greedy token heads its alternatives and the tokens spell the text', async () => {
   const c = await plain.completions.create({

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { makeToolcode, startServer, tempDir } from './server.mjs';
+import { makeToolcode, recallReport, startServer, tempDir } from './server.mjs';
 
 let server;      // tinycode
 let client;
@@ -259,31 +259,14 @@ test('a request shaped as Codex sends it streams to response.completed', async (
   assert.deepEqual(last.response.tools.map((t) => t.name), ['shell']);
 });
 
-// Waits for the record's report to satisfy `ready`, reading it again after
-// each line the server writes; the deadline only turns "never" into a failure.
-async function recallReport(ready) {
-  let timer;
-  const deadline = new Promise((resolve) => { timer = setTimeout(resolve, 120_000, 'deadline'); });
-  try {
-    for (;;) {
-      const changed = recallServer.outputChanged();
-      const report = await (await fetch(`${recallServer.url}/v1/recall`)).json();
-      if (ready(report)) return report;
-      assert.notEqual(await Promise.race([changed, deadline]), 'deadline', `never got there: ${JSON.stringify(report)}`);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 test('a response is the same with Recall off, on (its repeat drafted from the record) and read-only', async () => {
   // A prompt tinycode answers at length, so its reply is long enough to copy.
   const request = { model: 'tinycode', input: 'Explain binary search in Python code', max_output_tokens: 48, temperature: 0 };
   const reference = await client.responses.create(request);
   const first = await recallClient.responses.create(request);
-  await recallReport((r) => r.adds >= 1);
+  await recallReport(recallServer, (r) => r.adds >= 1);
   const again = await recallClient.responses.stream(request).finalResponse();
-  const report = await recallReport((r) => r.adds >= 2);
+  const report = await recallReport(recallServer, (r) => r.adds >= 2);
   assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
   for (const r of [first, again]) assert.deepEqual(comparable(r), comparable(reference));
 

@@ -56,6 +56,27 @@ export async function startServer(args = [], model = tinycode) {
   };
 }
 
+// Waits for the server's Recall report (GET /v1/recall) to satisfy
+// `ready`, reading it again after each line the server writes (at debug
+// level the record's writer logs one per add); the deadline only turns
+// "never" into a failure.
+export async function recallReport(server, ready) {
+  let timer;
+  const deadline = new Promise((resolve) => { timer = setTimeout(resolve, 120_000, 'deadline'); });
+  try {
+    for (;;) {
+      const changed = server.outputChanged();
+      const report = await (await fetch(`${server.url}/v1/recall`)).json();
+      if (ready(report)) return report;
+      if (await Promise.race([changed, deadline]) === 'deadline') {
+        throw new Error(`the record never got there: ${JSON.stringify(report)}`);
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 // DIR/toolcode: tinycode's weights and tokenizer with Qwen3's chat template,
 // which takes tools (Qwen3's tokenizer_config.json comes from the npm
 // package scripts/install-deps installs in tests/tokenizer/fixtures).
