@@ -24,24 +24,33 @@ namespace tf::cpu::kernels {
 
 // kernels
 
-// Tests call the path's kernel through these. attention_queries: `count`
-// query vectors (each up to its own last key) in one call over every
-// block, the way the launcher runs a unit on one thread.
-inline void attention_queries(Isa isa, const AttentionQuery* queries, int32_t count, const void* keys,
-                              const void* values, int32_t first, int32_t head_dim, float scale,
-                              KvType kv = KvType::f32) {
-    const KernelTable& table = kernel_table(isa);
+// `count` query vectors of one kv head (each up to its own last key) on
+// one thread: fresh states, every block in one kernel call, then o / l into
+// each vector's out. `states` holds count * attention_state_floats(head_dim)
+// floats, `scratch` attention_scratch_floats(head_dim). The launcher runs
+// a unit this way; tests call it through attention_queries.
+inline void attention_unit(const KernelTable& table, KvType kv, const AttentionQuery* queries, int32_t count,
+                           const void* keys, const void* values, int32_t first, int32_t head_dim, float scale,
+                           float* states, float* scratch) {
     const size_t state_floats = attention_state_floats(head_dim);
-    std::vector<float> states(count * state_floats), scratch(attention_scratch_floats(head_dim));
     int32_t max_last = first;
     for (int32_t v = 0; v < count; ++v) {
-        reset_attention_state(states.data() + v * state_floats, head_dim);
+        reset_attention_state(states + v * state_floats, head_dim);
         max_last = std::max(max_last, queries[v].last);
     }
     table.attention(kv)(queries, count, keys, values, first, head_dim, scale, first / kAttentionBlock,
-                        max_last / kAttentionBlock + 1, states.data(), false, scratch.data());
-    for (int32_t v = 0; v < count; ++v)
-        table.attention_finish(states.data() + v * state_floats, head_dim, queries[v].out);
+                        max_last / kAttentionBlock + 1, states, false, scratch);
+    for (int32_t v = 0; v < count; ++v) table.attention_finish(states + v * state_floats, head_dim, queries[v].out);
+}
+
+// Tests call the path's kernel through these. attention_queries: one
+// attention_unit on a path's kernel table.
+inline void attention_queries(Isa isa, const AttentionQuery* queries, int32_t count, const void* keys,
+                              const void* values, int32_t first, int32_t head_dim, float scale,
+                              KvType kv = KvType::f32) {
+    std::vector<float> states(count * attention_state_floats(head_dim)), scratch(attention_scratch_floats(head_dim));
+    attention_unit(kernel_table(isa), kv, queries, count, keys, values, first, head_dim, scale, states.data(),
+                   scratch.data());
 }
 // `heads` query heads of one row (q and out head after head) over keys
 // first..last.
@@ -188,10 +197,6 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
         if (buffer.size() < buffer_floats) buffer.resize(buffer_floats);
         return buffer.data();
     };
-    auto finish = [&](const AttentionScratch::Unit& unit, const float* states) {
-        for (int32_t v = 0; v < unit.count; ++v)
-            kernels.attention_finish(states + v * state_floats, head_dim, unit.queries[v].out);
-    };
 
     if (units >= pool.size() || blocks == units) {
         pool.parallel_for(units, [&](int64_t begin, int64_t end) {
@@ -199,10 +204,8 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
             float* states = buffer + kernel_floats;
             for (int64_t u = begin; u < end; ++u) {
                 const AttentionScratch::Unit& unit = scratch.units[static_cast<size_t>(u)];
-                for (int32_t v = 0; v < unit.count; ++v) reset_attention_state(states + v * state_floats, head_dim);
-                kernel(unit.queries, unit.count, unit.keys, unit.values, unit.first, head_dim, scale, unit.block_begin,
-                       unit.block_end, states, false, buffer);
-                finish(unit, states);
+                attention_unit(kernels, kv_type, unit.queries, unit.count, unit.keys, unit.values, unit.first, head_dim,
+                               scale, states, buffer);
             }
         });
         return;
@@ -239,7 +242,8 @@ inline void attention(const KernelTable& kernels, KvType kv_type, ThreadPool& po
                                                 (static_cast<size_t>(b) * unit.count + v) * state_floats,
                                             state, head_dim);
             }
-            finish(unit, states);
+            for (int32_t v = 0; v < unit.count; ++v)
+                kernels.attention_finish(states + v * state_floats, head_dim, unit.queries[v].out);
         }
     });
 }
