@@ -51,6 +51,19 @@ TEST(ChatTemplate, SetDoesNotLeaveALoopButANamespaceDoes) {
     EXPECT_EQ(render("{% set block %}in {{ 1 + 1 }}{% endset %}[{{ block }}]"), "[in 2]");
 }
 
+// Found by the chat_template fuzzer: `ns.n = ns` made a namespace own itself,
+// which reference counting never frees (and printing it would never end).
+TEST(ChatTemplate, AContainerCannotBeStoredInsideItself) {
+    EXPECT_EQ(error_of("{% set ns = namespace(n=0) %}{% set ns.n = ns %}"), "chat template line 1: cannot store 'ns' inside itself");
+    EXPECT_EQ(error_of("{% set ns = namespace(l=[]) %}{% set ns.n = [1, {'k': ns}] %}"),
+              "chat template line 1: cannot store 'ns' inside itself");
+    EXPECT_EQ(error_of("{% set l = [] %}{% set m = [l] %}{{ l.append(m) }}"),
+              "chat template line 1: append(): cannot put a list inside itself");
+    // The same value in two places is not a cycle.
+    EXPECT_EQ(render("{% set a = namespace(n=0) %}{% set b = namespace(x=a, y=a) %}{% set a.n = [b.x.n, b.y.n] %}{{ a.n }}"), "[0, 0]");
+    EXPECT_EQ(render("{% set l = [] %}{% set x = [1] %}{{ l.append(x) }}{{ l.append(x) }}{{ l }}"), "NoneNone[[1], [1]]");
+}
+
 TEST(ChatTemplate, WhitespaceControlTrimBlocksAndLstripBlocks) {
     EXPECT_EQ(render("a  {%- if true -%}  b  {%- endif -%}  c"), "abc");
     EXPECT_EQ(render("{% if true %}\nline\n{% endif %}\n"), "line\n");

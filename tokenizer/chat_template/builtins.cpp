@@ -553,6 +553,7 @@ std::optional<Value> call_method(const Value& object, const std::string& name, s
     if (object.type == T::array) {
         if (name == "append") {
             if (args.size() != 1) runtime_error(line, "append() needs one argument");
+            if (holds(args[0], object)) runtime_error(line, "append(): cannot put a list inside itself");
             object.array->push_back(args[0]);
             return Value::none();
         }

@@ -104,6 +104,9 @@ private:
                         runtime_error(n.line, "cannot assign '" + n.target->name + "' on '" + n.target->kids[0]->name +
                                                   "', which is not a namespace");
                     }
+                    if (holds(v, *object)) {
+                        runtime_error(n.line, "cannot store '" + n.target->kids[0]->name + "' inside itself");
+                    }
                     object->set(n.target->name, std::move(v));
                 } else if (n.names.size() == 1) {
                     scope.assign(n.names[0], std::move(v));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <unordered_set>
 
 #include "tokenizer/error.h"
 
@@ -40,6 +41,38 @@ void Value::set(const std::string& key, Value v) {
         }
     }
     object->emplace_back(key, std::move(v));
+}
+
+namespace {
+
+const void* identity(const Value& v) {
+    if (v.type == Value::Type::array) return v.array.get();
+    if (v.type == Value::Type::object) return v.object.get();
+    return nullptr;
+}
+
+}  // namespace
+
+bool holds(const Value& v, const Value& container) {
+    const void* target = identity(container);
+    if (target == nullptr) return false;
+    // Depth-first over containers, each visited once so shared sub-values
+    // (the same message dict in two lists) cost nothing extra.
+    std::vector<const Value*> pending{&v};
+    std::unordered_set<const void*> seen;
+    while (!pending.empty()) {
+        const Value* at = pending.back();
+        pending.pop_back();
+        const void* id = identity(*at);
+        if (id == nullptr || !seen.insert(id).second) continue;
+        if (id == target) return true;
+        if (at->type == Value::Type::array) {
+            for (const Value& item : *at->array) pending.push_back(&item);
+        } else {
+            for (const auto& entry : *at->object) pending.push_back(&entry.second);
+        }
+    }
+    return false;
 }
 
 namespace {

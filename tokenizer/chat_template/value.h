@@ -63,6 +63,12 @@ std::string to_json(const Value& v, int indent = -1);
 // A value from JSON text; throws TokenizerError naming `what` when it does not parse.
 Value from_json(const std::string& text, const std::string& what);
 
+// Whether `container` (a list or dict) is `v` or can be reached from it. The
+// two places a template mutates a container (namespace attributes, append)
+// refuse a value that holds the container itself: such a cycle would never be
+// freed (values share by reference counting) and could not be printed.
+bool holds(const Value& v, const Value& container);
+
 bool equal(const Value& a, const Value& b);
 // <0, 0, >0; throws for types Python cannot order.
 int compare(const Value& a, const Value& b);
