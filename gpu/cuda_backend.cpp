@@ -73,6 +73,7 @@ void check_supported(const model::ModelConfig& c) {
         refuse("architecture " + c.architecture +
                " (its LayerNorm1P, squared-ReLU and Mamba2 layers run on the CPU backend only; pass --device cpu)");
     }
+    if (c.moe.enabled()) refuse("architecture " + c.architecture + " (mixtures of experts run on the CPU backend only; pass --device cpu)");
     if (c.head_dim <= 0 || c.head_dim % 2 != 0 || c.head_dim > kernels::kMaxHeadDim) {
         refuse("head_dim " + std::to_string(c.head_dim) + " (it takes an even head_dim up to " +
                std::to_string(kernels::kMaxHeadDim) + ")");

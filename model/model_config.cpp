@@ -232,6 +232,43 @@ void read_decoder(const json& root, const std::string& where, ModelConfig& c) {
     if (!(c.rope_theta > 0)) throw LoadError(where + ": rope_theta must be positive");
 }
 
+// Qwen3MoeForCausalLM, read as transformers' configuration_qwen3_moe.py:
+// layer i's MLP is the experts unless i is in mlp_only_layers or
+// (i + 1) % decoder_sparse_step != 0; norm_topk_prob defaults to false as
+// the class does (the released checkpoints write true).
+void read_qwen3_moe(const json& root, const std::string& where, ModelConfig& c) {
+    Fields f{root, where};
+    MoeConfig& m = c.moe;
+    m.router = RouterKind::softmax;
+    m.num_experts = f.integer("num_experts");
+    m.experts_per_token = f.integer("num_experts_per_tok");
+    m.expert_intermediate = f.integer("moe_intermediate_size");
+    require_positive(m.num_experts, "num_experts", where);
+    require_positive(m.experts_per_token, "num_experts_per_tok", where);
+    require_positive(m.expert_intermediate, "moe_intermediate_size", where);
+    if (m.experts_per_token > m.num_experts) {
+        throw LoadError(where + ": num_experts_per_tok " + std::to_string(m.experts_per_token) +
+                        " is more than num_experts " + std::to_string(m.num_experts));
+    }
+    m.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
+    const int32_t step = f.integer_or("decoder_sparse_step", 1);
+    require_positive(step, "decoder_sparse_step", where);
+    c.sparse_layers.assign(static_cast<size_t>(c.num_layers), false);
+    for (int32_t i = 0; i < c.num_layers; ++i) c.sparse_layers[i] = (i + 1) % step == 0;
+    if (f.has("mlp_only_layers")) {
+        const json& dense = root.at("mlp_only_layers");
+        if (!dense.is_array()) throw LoadError(where + ": field \"mlp_only_layers\" must be a list of layer indices, got " + dense.dump());
+        for (const json& entry : dense) {
+            const int32_t layer = f.integer_of(entry, "mlp_only_layers");
+            if (layer < 0 || layer >= c.num_layers) {
+                throw LoadError(where + ": mlp_only_layers names layer " + std::to_string(layer) + " of " +
+                                std::to_string(c.num_layers));
+            }
+            c.sparse_layers[layer] = false;
+        }
+    }
+}
+
 void read_eos_ids(const json& root, const std::string& where, const std::string& generation_config_json,
                   const std::string& generation_where, ModelConfig& c) {
     Fields f{root, where};
@@ -419,7 +456,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
         c.family = Family::mistral;
     } else if (c.architecture == "Qwen2ForCausalLM") {
         c.family = Family::qwen2;
-    } else if (c.architecture == "Qwen3ForCausalLM") {
+    } else if (c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM") {
         c.family = Family::qwen3;
     } else if (c.architecture == "NemotronForCausalLM") {
         c.family = Family::nemotron;
@@ -428,12 +465,13 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     } else {
         throw LoadError(where + ": architecture \"" + c.architecture +
                         "\" is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                        "Qwen3ForCausalLM, NemotronForCausalLM, NemotronHForCausalLM)");
+                        "Qwen3ForCausalLM, Qwen3MoeForCausalLM, NemotronForCausalLM, NemotronHForCausalLM)");
     }
     if (c.family == Family::nemotron_h) {
         read_nemotron_h(root, where, c);
     } else {
         read_decoder(root, where, c);
+        if (c.architecture == "Qwen3MoeForCausalLM") read_qwen3_moe(root, where, c);
     }
     read_eos_ids(root, where, generation_config_json, generation_where, c);
     return c;

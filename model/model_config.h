@@ -14,11 +14,14 @@ namespace tf::model {
 // switches below; everything else is the Llama decoder layer. Nemotron
 // (Nemotron-4, Minitron) swaps in LayerNorm1P, a squared-ReLU MLP and
 // partial RoPE; NemotronH mixes Mamba2, attention and MLP layers.
-enum class Family { llama, mistral, qwen2, qwen3, nemotron, nemotron_h };
+enum class Family { llama, mistral, qwen2, qwen3, nemotron, nemotron_h };  // Qwen3-MoE is qwen3 with moe
 
 // What one layer computes. A decoder layer is attention then MLP, each with
 // its own norm; NemotronH layers are one mixer each, h + mixer(norm(h)).
-enum class LayerKind : uint8_t { decoder, mamba, attention, mlp };
+// A decoder layer's feed-forward part is a dense MLP or, in a mixture-of-
+// experts model, the experts (ModelConfig::sparse_layers); a NemotronH `moe`
+// layer is a mixer of experts alone.
+enum class LayerKind : uint8_t { decoder, mamba, attention, mlp, moe };
 
 // NemotronH's Mamba2 mixer. in_proj yields z (inner), xBC (conv_dim) and dt
 // (num_heads), in that order; xBC is x (inner), B and C (groups * state_size
@@ -41,6 +44,36 @@ struct MambaConfig {
     int32_t in_proj_rows() const { return inner() + conv_dim() + num_heads; }
     // Floats of one stream's recurrent state in one layer.
     size_t state_floats() const { return static_cast<size_t>(inner()) * state_size; }
+};
+
+// How a router turns its logits into expert weights.
+//   softmax (Qwen3-MoE): p = softmax(logits) in fp32 over every expert; the
+//     k largest p are chosen and, with norm_topk_prob, divided by their sum.
+//   sigmoid (NemotronH, DeepSeek-V3): s = sigmoid(logits); choice by
+//     s + score_bias (e_score_correction_bias), first the `top_groups` best of
+//     `groups` equal groups (a group's rank: the sum of its two best biased
+//     scores), then the k best experts inside them; weights are the unbiased
+//     s of the chosen, divided by their sum with norm_topk_prob, times
+//     routed_scaling_factor.
+// Ties go to the lower expert index, in both steps.
+enum class RouterKind { softmax, sigmoid };
+
+struct MoeConfig {
+    int32_t num_experts = 0;         // 0 = no layer has experts
+    int32_t experts_per_token = 0;   // k of the top-k
+    int32_t expert_intermediate = 0;  // the inner width of one expert
+    bool norm_topk_prob = false;
+    RouterKind router = RouterKind::softmax;
+    int32_t groups = 1;      // n_group (sigmoid routers)
+    int32_t top_groups = 1;  // topk_group
+    float routed_scaling_factor = 1.0f;
+    // NemotronH: an always-on shared expert on the same input, its inner
+    // width (0 = none); and a latent width the routed experts work in (the
+    // input projected down to it, their sum projected back up; 0 = none).
+    int32_t shared_expert_intermediate = 0;
+    int32_t latent_size = 0;
+
+    bool enabled() const { return num_experts > 0; }
 };
 
 enum class NormKind { rms, layer_norm_1p };  // layer_norm_1p: LayerNorm with bias, scaled by 1 + weight
@@ -85,15 +118,31 @@ struct ModelConfig {
     int32_t rotary_dim = 0;              // dims of each head RoPE turns; 0 = all (Nemotron: partial_rotary_factor)
     std::vector<LayerKind> layer_kinds;  // NemotronH, one per layer; empty = every layer a decoder layer
     MambaConfig mamba;
+    MoeConfig moe;
+    // Qwen3-MoE, one per layer: whether the decoder layer's feed-forward part
+    // is the experts (decoder_sparse_step, mlp_only_layers); empty = none is.
+    std::vector<bool> sparse_layers;
 
     LayerKind layer_kind(int32_t layer) const { return layer_kinds.empty() ? LayerKind::decoder : layer_kinds[layer]; }
     bool has_attention(int32_t layer) const {
         const LayerKind kind = layer_kind(layer);
         return kind == LayerKind::decoder || kind == LayerKind::attention;
     }
+    // A feed-forward part of either kind: a dense MLP or experts.
     bool has_mlp(int32_t layer) const {
         const LayerKind kind = layer_kind(layer);
-        return kind == LayerKind::decoder || kind == LayerKind::mlp;
+        return kind == LayerKind::decoder || kind == LayerKind::mlp || kind == LayerKind::moe;
+    }
+    // The feed-forward part is the experts.
+    bool has_experts(int32_t layer) const {
+        const LayerKind kind = layer_kind(layer);
+        return kind == LayerKind::moe ||
+               (kind == LayerKind::decoder && !sparse_layers.empty() && sparse_layers[static_cast<size_t>(layer)]);
+    }
+    int32_t expert_layer_count() const {
+        int32_t n = 0;
+        for (int32_t i = 0; i < num_layers; ++i) n += has_experts(i) ? 1 : 0;
+        return n;
     }
     // Recurrent layers keep one state per stream instead of one KV entry per
     // position, so a stream can only be resumed where that state was kept.
