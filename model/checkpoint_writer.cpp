@@ -125,11 +125,11 @@ json nemotron_config(const CheckpointSpec& s) {
 json config_json(const CheckpointSpec& s) {
     if (is_nemotron_h(s)) return nemotron_h_config(s);
     if (is_nemotron(s)) return nemotron_config(s);
-    const char* model_type = s.architecture == "Qwen3ForCausalLM"      ? "qwen3"
-                             : is_qwen3_moe(s)                         ? "qwen3_moe"
-                             : s.architecture == "Qwen2ForCausalLM"    ? "qwen2"
-                             : s.architecture == "MistralForCausalLM"  ? "mistral"
-                                                                       : "llama";
+    const char* model_type = s.architecture == "Qwen3ForCausalLM"     ? "qwen3"
+                             : is_qwen3_moe(s)                        ? "qwen3_moe"
+                             : s.architecture == "Qwen2ForCausalLM"   ? "qwen2"
+                             : s.architecture == "MistralForCausalLM" ? "mistral"
+                                                                      : "llama";
     json c = common_config(s, model_type, static_cast<size_t>(s.num_layers));
     c["rms_norm_eps"] = 1e-6;
     c["hidden_act"] = "silu";
@@ -253,12 +253,10 @@ uint16_t float_to_half(float value) {
 
 namespace {
 
-// A fused expert tensor's element is the per-expert tensor's element it
-// stands for: "model.layers.3.mlp.experts.gate_up_proj" [E, 2I, H] at
-// (e, r, c) is experts.e.gate_proj.weight (r < I) or up_proj.weight (r - I)
-// at (r, c); down_proj [E, H, I] (and NemotronH's up_proj [E, I, D]) at
-// (e, ...) is experts.e.down_proj.weight (up_proj.weight). Empty name:
-// `name` is not a fused expert tensor.
+// The per-expert element a fused one stands for: "...experts.gate_up_proj"
+// [E, 2I, H] at (e, r, c) is experts.e.gate_proj.weight (r < I) or
+// up_proj.weight (r - I) at (r, c); down_proj and NemotronH's up_proj at
+// (e, ...) are experts.e.*.weight. Empty name: not a fused expert tensor.
 struct PerExpertElement {
     std::string name;
     std::vector<int64_t> shape;
@@ -271,8 +269,8 @@ PerExpertElement per_expert_element(const std::string& name, const std::vector<i
     if ((!gate_up && !down && !up) || shape.size() != 3) return {};
     const std::string prefix = name.substr(0, name.rfind('.') + 1);  // "...mlp.experts."
     const uint64_t per_expert = static_cast<uint64_t>(shape[1]) * static_cast<uint64_t>(shape[2]);
-    const uint64_t expert = index / per_expert, within = index % per_expert;
-    const std::string e = prefix + std::to_string(expert) + ".";
+    const std::string e = prefix + std::to_string(index / per_expert) + ".";
+    const uint64_t within = index % per_expert;
     if (down || up) return {e + (down ? "down_proj.weight" : "up_proj.weight"), {shape[1], shape[2]}, within};
     const int64_t inter = shape[1] / 2;
     const uint64_t half = static_cast<uint64_t>(inter) * static_cast<uint64_t>(shape[2]);
@@ -323,9 +321,8 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
             return static_cast<float>(scale * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
         }
     }
-    // Routers: 3x the usual scale, so a token's routing logits spread over a
-    // few units and its top-k choice is rarely a near tie that rounding in
-    // another engine could flip.
+    // Routers at 3x the usual scale: a token's logits spread over a few units,
+    // so its top-k choice is rarely a near tie another engine's rounding flips.
     if (is_qwen3_moe(spec) && ends_with(name, ".mlp.gate.weight")) {
         return static_cast<float>(3.0 * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
     }
@@ -347,9 +344,8 @@ void check_nemotron_h_experts(const CheckpointSpec& s) {
     auto refuse = [](const std::string& why) { throw std::invalid_argument("NemotronH E layers: " + why); };
     if (s.num_experts <= 0) refuse("n_routed_experts must be positive (the pattern holds E)");
     if (s.expert_intermediate <= 0) refuse("moe_intermediate_size must be positive");
-    if (s.shared_expert_intermediate <= 0) {
-        refuse("moe_shared_expert_intermediate_size must be positive: the published model always has a shared expert");
-    }
+    // The published class always builds one shared expert.
+    if (s.shared_expert_intermediate <= 0) refuse("moe_shared_expert_intermediate_size must be positive");
     if (s.moe_latent_size < 0) refuse("moe_latent_size must be positive, or 0 for none");
     // Each group is ranked by its two best scores, so it needs two experts.
     if (s.expert_groups <= 0 || s.num_experts % s.expert_groups != 0 || s.num_experts / s.expert_groups < 2) {
@@ -512,7 +508,8 @@ std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
     if (is_qwen3_moe(s)) check_qwen3_moe(s);
     const int64_t hidden = s.hidden_size, q_dim = int64_t{s.num_heads} * s.head_dim,
                   kv_dim = int64_t{s.num_kv_heads} * s.head_dim, inter = s.intermediate_size;
-    const bool qwen2 = s.architecture == "Qwen2ForCausalLM", qwen3 = s.architecture == "Qwen3ForCausalLM" || is_qwen3_moe(s),
+    const bool qwen2 = s.architecture == "Qwen2ForCausalLM",
+               qwen3 = s.architecture == "Qwen3ForCausalLM" || is_qwen3_moe(s),
                mistral = s.architecture == "MistralForCausalLM";
     const bool qkv_bias = qwen2 || (!mistral && s.attention_bias), o_bias = !qwen2 && !mistral && s.attention_bias;
     std::vector<TensorSpec> t;

@@ -55,12 +55,12 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--out", out, "Directory to write (created)")->required();
     app.add_option("--tokenizer-from", tokenizer_from, "Copy tokenizer.json and friends from this directory");
-    auto* arch = app.add_option("--arch", flags.architecture,
-                                "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                                "Qwen3MoeForCausalLM, NemotronHForCausalLM or NemotronForCausalLM")
-                     ->check(CLI::IsMember({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                            "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "NemotronHForCausalLM",
-                                            "NemotronForCausalLM"}));
+    auto* arch =
+        app.add_option("--arch", flags.architecture,
+                       "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                       "Qwen3MoeForCausalLM, NemotronHForCausalLM or NemotronForCausalLM")
+            ->check(CLI::IsMember({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                   "Qwen3MoeForCausalLM", "NemotronHForCausalLM", "NemotronForCausalLM"}));
     auto* hidden = app.add_option("--hidden", flags.hidden_size, "hidden_size")->check(CLI::PositiveNumber);
     auto* layers = app.add_option("--layers", flags.num_layers, "num_hidden_layers")->check(CLI::PositiveNumber);
     auto* heads = app.add_option("--heads", flags.num_heads, "num_attention_heads")->check(CLI::PositiveNumber);
@@ -76,8 +76,9 @@ int main(int argc, char** argv) {
     auto* shards = app.add_option("--shards", flags.shards, "Safetensors files (> 1: sharded with an index)")
                        ->check(CLI::Range(1, 1000));
     auto* seed = app.add_option("--seed", flags.seed, "Random seed: same seed and shape, same bytes");
-    auto* pattern = app.add_option("--pattern", flags.hybrid_pattern,
-                                   "NemotronH hybrid_override_pattern: M Mamba2, * attention, - MLP, E experts, one per layer");
+    auto* pattern =
+        app.add_option("--pattern", flags.hybrid_pattern,
+                       "NemotronH hybrid_override_pattern: M Mamba2, * attention, - MLP, E experts, one per layer");
     auto* mamba_heads =
         app.add_option("--mamba-heads", flags.mamba_heads, "NemotronH mamba_num_heads")->check(CLI::PositiveNumber);
     auto* mamba_head_dim = app.add_option("--mamba-head-dim", flags.mamba_head_dim, "NemotronH mamba_head_dim")
@@ -92,20 +93,19 @@ int main(int argc, char** argv) {
                                ->check(CLI::Range(0.0, 1.0));
     auto* experts = app.add_option("--experts", flags.num_experts, "num_experts (NemotronH: n_routed_experts)")
                         ->check(CLI::PositiveNumber);
-    auto* experts_per_token = app.add_option("--experts-per-token", flags.experts_per_token,
-                                             "num_experts_per_tok (the k of the top-k)")
-                                  ->check(CLI::PositiveNumber);
+    auto* experts_per_token =
+        app.add_option("--experts-per-token", flags.experts_per_token, "num_experts_per_tok (the k of the top-k)")
+            ->check(CLI::PositiveNumber);
     auto* expert_inter = app.add_option("--expert-intermediate", flags.expert_intermediate,
                                         "moe_intermediate_size (one expert's inner width)")
                              ->check(CLI::PositiveNumber);
     auto* norm_topk = app.add_option("--norm-topk-prob", flags.norm_topk_prob,
                                      "norm_topk_prob: divide the chosen weights by their sum (true/false)");
-    auto* expert_groups = app.add_option("--expert-groups", flags.expert_groups, "NemotronH n_group")
-                              ->check(CLI::PositiveNumber);
-    auto* top_groups = app.add_option("--top-groups", flags.top_groups, "NemotronH topk_group")
-                           ->check(CLI::PositiveNumber);
-    auto* scaling = app.add_option("--routed-scaling", flags.routed_scaling_factor,
-                                   "NemotronH routed_scaling_factor")
+    auto* expert_groups =
+        app.add_option("--expert-groups", flags.expert_groups, "NemotronH n_group")->check(CLI::PositiveNumber);
+    auto* top_groups =
+        app.add_option("--top-groups", flags.top_groups, "NemotronH topk_group")->check(CLI::PositiveNumber);
+    auto* scaling = app.add_option("--routed-scaling", flags.routed_scaling_factor, "NemotronH routed_scaling_factor")
                         ->check(CLI::PositiveNumber);
     auto* shared_inter = app.add_option("--shared-expert-intermediate", flags.shared_expert_intermediate,
                                         "NemotronH moe_shared_expert_intermediate_size")
@@ -178,8 +178,8 @@ int main(int argc, char** argv) {
             return 2;
         }
         const bool qwen3_moe = spec.architecture == "Qwen3MoeForCausalLM";
-        const bool nemotron_h_moe = spec.architecture == "NemotronHForCausalLM" &&
-                                    spec.hybrid_pattern.find('E') != std::string::npos;
+        const bool nemotron_h_moe =
+            spec.architecture == "NemotronHForCausalLM" && spec.hybrid_pattern.find('E') != std::string::npos;
         const bool expert_flags = experts->count() || experts_per_token->count() || expert_inter->count() ||
                                   norm_topk->count() || fused_experts;
         const bool qwen_flags = sparse_step->count() || mlp_only->count();

@@ -290,9 +290,10 @@ TEST(CheckpointWriter, RoutersSpreadTheirLogits) {
     const float usual = std::sqrt(3.0f / 64.0f);
     float router_max = 0, expert_max = 0;
     for (uint64_t i = 0; i < 8 * 64; ++i) {
-        router_max = std::max(router_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.gate.weight", {8, 64}, i)));
-        expert_max = std::max(expert_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.experts.0.up_proj.weight",
-                                                                     {32, 64}, i)));
+        router_max =
+            std::max(router_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.gate.weight", {8, 64}, i)));
+        expert_max = std::max(
+            expert_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.experts.0.up_proj.weight", {32, 64}, i)));
     }
     EXPECT_LE(expert_max, usual);
     EXPECT_GT(router_max, 2.5f * usual);
@@ -390,12 +391,12 @@ TEST(CheckpointWriter, NemotronHRouterValuesSpreadAndItsBiasIsSmall) {
     const float usual = std::sqrt(3.0f / 64.0f);
     float router_max = 0, bias_max = 0;
     for (uint64_t i = 0; i < 8 * 64; ++i) {
-        router_max = std::max(router_max,
-                              std::fabs(checkpoint_value(spec, "backbone.layers.1.mixer.gate.weight", {8, 64}, i)));
+        router_max =
+            std::max(router_max, std::fabs(checkpoint_value(spec, "backbone.layers.1.mixer.gate.weight", {8, 64}, i)));
     }
+    const std::string bias = "backbone.layers.1.mixer.gate.e_score_correction_bias";
     for (uint64_t i = 0; i < 8; ++i) {
-        bias_max = std::max(bias_max, std::fabs(checkpoint_value(
-                                          spec, "backbone.layers.1.mixer.gate.e_score_correction_bias", {8}, i)));
+        bias_max = std::max(bias_max, std::fabs(checkpoint_value(spec, bias, {8}, i)));
     }
     EXPECT_GT(router_max, 1.5f * usual);
     EXPECT_LE(router_max, 2.0f * usual);
