@@ -16,8 +16,8 @@ keeps (mlp.experts.gate_up_proj [E, 2I, H], gate rows first, and
 mlp.experts.down_proj [E, H, I]; mixer.experts.up_proj [E, I, D] and
 mixer.experts.down_proj [E, D, I]) are read.
 
-Choices the published code leaves to the backend are fixed here, because the
-C++ engine has to make the same ones to agree bit for bit in its own tests:
+Choices the published code leaves open are fixed here, the same ones the C++
+engine makes (a tie broken the other way picks another expert):
 - top-k ties go to the lower expert index (torch.topk promises no order
   among equal values);
 - a token's experts are added in ascending expert index, starting from zero,
