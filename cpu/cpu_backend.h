@@ -98,6 +98,8 @@ private:
                            size_t packed_row);
     // A mixture of experts (cpu_backend_moe.cpp) in place of the MLP.
     void moe_block(const LayerWeights& l, int32_t rows);
+    // NemotronH's shared expert on normed_'s rows, into moe_shared_.
+    void shared_expert(const LayerWeights& l, int32_t rows);
     // matmul_batches_ on the kernel `any` (one of their matrices) needs.
     void run_matmul_batches(const WeightMatrix& any);
     // NemotronH's Mamba2 mixer (cpu_backend_mamba.cpp): in_proj, the conv
@@ -146,7 +148,7 @@ private:
     kernels::AttentionScratch attention_scratch_;
     // Mixture of experts: router logits, each row's choices, the slots
     // (row, expert) grouped by expert, and their packed inputs and outputs.
-    std::vector<float> router_logits_, moe_rows_, moe_in_, moe_down_in_, moe_out_;
+    std::vector<float> router_logits_, moe_rows_, moe_in_, moe_down_in_, moe_out_, moe_sum_, moe_latent_, moe_shared_;
     std::vector<ExpertChoice> routes_;
     std::vector<int32_t> expert_first_, expert_next_, route_slot_, slot_row_;
     std::vector<kernels::MatmulBatch> matmul_batches_;

@@ -1,6 +1,8 @@
-// CpuBackend's mixture-of-experts layers (Qwen3-MoE): the router, then
-// each expert's MLP over the rows routed to it, then each row's weighted
-// sum of its experts' outputs.
+// CpuBackend's mixture-of-experts layers (Qwen3-MoE, NemotronH's E layers):
+// the router, then each expert's MLP over the rows routed to it, then each
+// row's weighted sum of its experts' outputs. NemotronH adds a shared expert
+// every row reads, and may run the routed experts in a narrower latent
+// width (the input projected down before them, their sum back up after).
 //
 // A round reads each expert it touches once: the rows of a forward are
 // grouped by expert (a verify round's rows often agree), and an expert's
@@ -12,8 +14,9 @@
 // for a row is the matmul kernels' (independent of how many rows share the
 // call and of their places); and a row's experts are summed in ascending
 // expert index, acc = acc + weight * y from zero, whatever else the batch
-// routed where. The order is the one transformers' loop over experts adds
-// them in, so fp32 references agree closely.
+// routed where, then (NemotronH) routed + shared. The order is the one
+// transformers' loop over experts adds them in, so fp32 references agree
+// closely.
 #include <algorithm>
 #include <cstring>
 
@@ -31,6 +34,8 @@ void CpuBackend::moe_block(const LayerWeights& l, int32_t M) {
     const model::MoeConfig& moe = c.moe;
     const int32_t hidden = c.hidden_size, inter = moe.expert_intermediate, n_experts = moe.num_experts,
                   k = moe.experts_per_token;
+    const bool latent = moe.latent_size > 0;
+    const int32_t width = latent ? moe.latent_size : hidden;  // the routed experts' input and output
     const bool gated = c.mlp == model::MlpKind::silu_gated;
 
     // The router, in fp32 on the float path: normed_ holds the rows after.
@@ -69,6 +74,17 @@ void CpuBackend::moe_block(const LayerWeights& l, int32_t M) {
     for (int32_t e = 0; e < n_experts; ++e) experts_read_ += expert_first_[e + 1] > expert_first_[e] ? 1 : 0;
     ++expert_layers_run_;
 
+    // The rows the routed experts read: the normed rows, or their latent
+    // projection (moe_latent_). The shared expert reads the normed rows.
+    if (latent) {
+        grow_packed(M, l.latent_down);
+        pack_for(l.latent_down)(normed_.data(), M, hidden, hidden, split_.data());
+        grow(moe_latent_, M, width);
+        run_matmul(M, {kernels::MatmulJob{&l.latent_down, moe_latent_.data(), width}});
+    }
+    const float* expert_input = latent ? moe_latent_.data() : normed_.data();
+    if (l.shared_expert.w_up.rows > 0) shared_expert(l, M);
+
     // Each slot's input: its row packed for the experts' first matrices
     // (all experts of a layer share a format), packed once per row.
     const WeightMatrix& first = gated ? l.experts[0].w_gate : l.experts[0].w_up;
@@ -79,7 +95,7 @@ void CpuBackend::moe_block(const LayerWeights& l, int32_t M) {
     auto* rows_packed = reinterpret_cast<char*>(moe_rows_.data());
     auto* slots_packed = reinterpret_cast<char*>(moe_in_.data());
     pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
-        for (int64_t m = begin; m < end; ++m) pack_in(normed_.data() + m * hidden, 1, hidden, hidden, rows_packed + m * in_row);
+        for (int64_t m = begin; m < end; ++m) pack_in(expert_input + m * width, 1, width, width, rows_packed + m * in_row);
     });
     pool_.parallel_for(slots, [&](int64_t begin, int64_t end) {
         for (int64_t s = begin; s < end; ++s) std::memcpy(slots_packed + s * in_row, rows_packed + slot_row_[s] * in_row, in_row);
@@ -108,33 +124,59 @@ void CpuBackend::moe_block(const LayerWeights& l, int32_t M) {
     auto* down_packed = reinterpret_cast<char*>(moe_down_in_.data());
     activate_and_pack(gated, slots, inter, pack_down, down_packed, down_row);
 
-    grow(moe_out_, slots, hidden);
+    grow(moe_out_, slots, width);
     matmul_batches_.clear();
     for (int32_t e = 0; e < n_experts; ++e) {
         const int32_t s0 = expert_first_[e], count = expert_first_[e + 1] - s0;
         if (count == 0) continue;
         kernels::MatmulBatch batch{down_packed + s0 * down_row, count, {}, 1};
-        batch.jobs[0] = {&l.experts[e].w_down, moe_out_.data() + static_cast<size_t>(s0) * hidden, hidden};
+        batch.jobs[0] = {&l.experts[e].w_down, moe_out_.data() + static_cast<size_t>(s0) * width, width};
         matmul_batches_.push_back(batch);
     }
     run_matmul_batches(down);
 
     // Each row: its experts' outputs, weighted, in ascending expert order
-    // (route_token sorted them), added to the residual stream.
+    // (route_token sorted them), into moe_sum_ (width per row).
+    grow(moe_sum_, M, width);
     pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
-        thread_local std::vector<float> sum;
-        sum.resize(static_cast<size_t>(hidden));
         for (int64_t m = begin; m < end; ++m) {
-            std::fill(sum.begin(), sum.end(), 0.0f);
+            float* sum = moe_sum_.data() + m * width;
+            std::fill(sum, sum + width, 0.0f);
             for (int32_t r = 0; r < k; ++r) {
                 const float w = routes_[m * k + r].weight;
-                const float* y = moe_out_.data() + static_cast<size_t>(route_slot_[m * k + r]) * hidden;
-                for (int32_t i = 0; i < hidden; ++i) sum[i] = sum[i] + w * y[i];
+                const float* y = moe_out_.data() + static_cast<size_t>(route_slot_[m * k + r]) * width;
+                for (int32_t i = 0; i < width; ++i) sum[i] = sum[i] + w * y[i];
             }
-            float* x = row_of(x_, static_cast<int32_t>(m), hidden);
-            for (int32_t i = 0; i < hidden; ++i) x[i] += sum[i];
         }
     });
+    const float* routed = moe_sum_.data();
+    if (latent) {
+        grow_packed(M, l.latent_up);
+        grow(out_, M, hidden);
+        pack_for(l.latent_up)(moe_sum_.data(), M, width, width, split_.data());
+        run_matmul(M, {kernels::MatmulJob{&l.latent_up, out_.data(), hidden}});
+        routed = out_.data();
+    }
+    const bool shared = l.shared_expert.w_up.rows > 0;
+    for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) {
+        x_[i] += shared ? routed[i] + moe_shared_[i] : routed[i];
+    }
+}
+
+void CpuBackend::shared_expert(const LayerWeights& l, int32_t M) {
+    // relu(up(x))^2 then down, on the normed rows: an ordinary MLP without a
+    // gate, its output kept in moe_shared_ until the routed sum is ready.
+    const int32_t hidden = config().hidden_size, shared = l.shared_expert.w_up.rows;
+    grow_packed(M, l.shared_expert.w_up);
+    pack_for(l.shared_expert.w_up)(normed_.data(), M, hidden, hidden, split_.data());
+    grow(up_, M, shared);
+    grow(gate_, M, shared);
+    run_matmul(M, {kernels::MatmulJob{&l.shared_expert.w_up, up_.data(), shared}});
+    grow_packed(M, l.shared_expert.w_down);
+    activate_and_pack(false, M, shared, pack_for(l.shared_expert.w_down), reinterpret_cast<char*>(split_.data()),
+                      packed_row_bytes(l.shared_expert.w_down));
+    grow(moe_shared_, M, hidden);
+    run_matmul(M, {kernels::MatmulJob{&l.shared_expert.w_down, moe_shared_.data(), hidden}});
 }
 
 void CpuBackend::run_matmul_batches(const WeightMatrix& any) {

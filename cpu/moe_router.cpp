@@ -81,12 +81,12 @@ void route_token(const model::MoeConfig& moe, const float* logits, const float* 
             group_score[g] = score[g * per_group + two[0]] + (m > 1 ? score[g * per_group + two[1]] : 0.0f);
         }
         top_k(group_score, groups, moe.top_groups, best_groups, taken);
-        // Experts of the other groups drop to a score of zero, as the
-        // published router masks them (not to minus infinity).
+        // Experts of the other groups drop out (minus infinity, as
+        // NemotronH's published router masks them).
         float keep[256] = {};
         for (int32_t r = 0; r < moe.top_groups; ++r) keep[best_groups[r]] = 1.0f;
         for (int32_t e = 0; e < n; ++e) {
-            if (keep[e / per_group] == 0.0f) score[e] = 0.0f;
+            if (keep[e / per_group] == 0.0f) score[e] = -std::numeric_limits<float>::infinity();
         }
     }
     top_k(score, n, k, picked, taken);

@@ -318,18 +318,28 @@ void Weights::load_experts(LayerWeights& l, const std::string& p) {
     const model::ModelConfig& c = config_;
     const model::MoeConfig& moe = c.moe;
     const int64_t hidden = c.hidden_size, inter = moe.expert_intermediate, count = moe.num_experts;
+    const int64_t width = moe.latent_size > 0 ? moe.latent_size : hidden;  // what the routed experts read and write
     const bool gated = c.mlp == model::MlpKind::silu_gated;
     l.router = float_matrix(p + "gate.weight", count, hidden);
+    if (moe.router == model::RouterKind::sigmoid) l.router_bias = vector(p + "gate.e_score_correction_bias", count);
+    if (moe.latent_size > 0) {
+        l.latent_down = matrix(p + "fc1_latent_proj.weight", width, hidden);
+        l.latent_up = matrix(p + "fc2_latent_proj.weight", hidden, width);
+    }
+    if (moe.shared_expert_intermediate > 0) {
+        const int64_t shared = moe.shared_expert_intermediate;
+        l.shared_expert.w_up = matrix(p + "shared_experts.up_proj.weight", shared, hidden);
+        l.shared_expert.w_down = matrix(p + "shared_experts.down_proj.weight", hidden, shared);
+    }
     l.experts.resize(static_cast<size_t>(count));
     // transformers 5 saves each projection of all experts as one 3-D tensor
-    // (gate and up stacked in gate_up_proj); earlier checkpoints and GGUF
-    // files (model/gguf_model.cpp splits them) have one tensor per expert.
-    const model::TensorView* gate_up = checkpoint_.find(p + "experts.gate_up_proj");
-    const model::TensorView* down = checkpoint_.find(p + "experts.down_proj");
-    if (gate_up != nullptr || down != nullptr) {
-        const model::TensorView& gu = checkpoint_.require(p + "experts.gate_up_proj", {count, (gated ? 2 : 1) * inter, hidden});
-        const model::TensorView& d = checkpoint_.require(p + "experts.down_proj", {count, hidden, inter});
-        // Expert e's rows of a 3-D tensor: a view `rows` rows into its block.
+    // (a SwiGLU's gate and up stacked in gate_up_proj); earlier checkpoints
+    // and GGUF files (model/gguf_model.cpp splits them) have one per expert.
+    const std::string first_fused = p + (gated ? "experts.gate_up_proj" : "experts.up_proj");
+    if (checkpoint_.find(first_fused) != nullptr || checkpoint_.find(p + "experts.down_proj") != nullptr) {
+        const model::TensorView& in = checkpoint_.require(first_fused, {count, (gated ? 2 : 1) * inter, width});
+        const model::TensorView& out = checkpoint_.require(p + "experts.down_proj", {count, width, inter});
+        // Expert e's rows of a 3-D tensor: a view `first_row` rows into its block.
         auto slice = [](const model::TensorView& t, int64_t e, int64_t first_row, int64_t rows, int64_t cols) {
             model::TensorView v = t;
             const size_t element = model::dtype_bytes(t.dtype);
@@ -342,18 +352,18 @@ void Weights::load_experts(LayerWeights& l, const std::string& p) {
         for (int64_t e = 0; e < count; ++e) {
             ExpertWeights& x = l.experts[static_cast<size_t>(e)];
             const std::string name = p + "experts[" + std::to_string(e) + "]";
-            if (gated) x.w_gate = matrix(slice(gu, e, 0, inter, hidden), name + ".gate", inter, hidden);
-            x.w_up = matrix(slice(gu, e, gated ? inter : 0, inter, hidden), name + ".up", inter, hidden);
-            x.w_down = matrix(slice(d, e, 0, hidden, inter), name + ".down", hidden, inter);
+            if (gated) x.w_gate = matrix(slice(in, e, 0, inter, width), name + ".gate", inter, width);
+            x.w_up = matrix(slice(in, e, gated ? inter : 0, inter, width), name + ".up", inter, width);
+            x.w_down = matrix(slice(out, e, 0, width, inter), name + ".down", width, inter);
         }
         return;
     }
     for (int64_t e = 0; e < count; ++e) {
         ExpertWeights& x = l.experts[static_cast<size_t>(e)];
         const std::string q = p + "experts." + std::to_string(e) + ".";
-        if (gated) x.w_gate = matrix(q + "gate_proj.weight", inter, hidden);
-        x.w_up = matrix(q + "up_proj.weight", inter, hidden);
-        x.w_down = matrix(q + "down_proj.weight", hidden, inter);
+        if (gated) x.w_gate = matrix(q + "gate_proj.weight", inter, width);
+        x.w_up = matrix(q + "up_proj.weight", inter, width);
+        x.w_down = matrix(q + "down_proj.weight", width, inter);
     }
 }
 
@@ -413,10 +423,13 @@ void Weights::load_nemotron_h_layers(const std::string& prefix) {
                 l.D = vector(mixer + "D", m.num_heads);
                 l.gated_norm = vector(mixer + "norm.weight", m.inner());
                 break;
-            case model::LayerKind::moe:  // refused by the config reader until its loader is written
+            case model::LayerKind::moe:
+                l.mlp_norm = layer_norm;
+                load_experts(l, mixer);
+                break;
             case model::LayerKind::decoder: break;
         }
-        layers_.push_back(l);
+        layers_.push_back(std::move(l));
     }
 }
 
@@ -453,8 +466,9 @@ size_t Weights::matrix_bytes(bool active_only) const {
 std::vector<const WeightMatrix*> Weights::matrices(bool active_experts_only) const {
     std::vector<const WeightMatrix*> all{&lm_head_};
     for (const LayerWeights& l : layers_) {
-        for (const WeightMatrix* m :
-             {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.in_proj, &l.out_proj, &l.router}) {
+        for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.in_proj, &l.out_proj,
+                                      &l.router, &l.latent_down, &l.latent_up, &l.shared_expert.w_up,
+                                      &l.shared_expert.w_down}) {
             if (m->rows > 0) all.push_back(m);
         }
         // A token reads experts_per_token experts; they are alike in size,

@@ -72,7 +72,10 @@ struct LayerWeights {
     // weight format.
     WeightMatrix router;                  // (num_experts, hidden), f32_split
     const float* router_bias = nullptr;   // (num_experts): a sigmoid router's selection bias
-    std::vector<ExpertWeights> experts;   // num_experts
+    std::vector<ExpertWeights> experts;   // num_experts; their width D: latent_size, else hidden
+    ExpertWeights shared_expert;          // NemotronH: on the full-width input, of shared_expert_intermediate
+    WeightMatrix latent_down;             // (latent_size, hidden), when latent_size: the experts' input
+    WeightMatrix latent_up;               // (hidden, latent_size): their weighted sum back to hidden
 
     // Mamba2 (kind == mamba), with H heads, inner = H * P, conv_dim and K as
     // in MambaConfig.

@@ -309,11 +309,6 @@ double number_or_nonfinite(const json& v, const std::string& where, const char* 
 // ...], or transformers 5's "linear_attention" / "full_attention").
 std::vector<LayerKind> read_layer_kinds(const json& root, const std::string& where) {
     std::vector<LayerKind> kinds;
-    auto refuse_moe = [&](size_t layer) {
-        throw LoadError(where + ": layer " + std::to_string(layer) +
-                        " is a mixture-of-experts layer (E / moe), which is not supported (supported: Mamba2 M, "
-                        "attention *, MLP -)");
-    };
     Fields f{root, where};
     if (f.has("hybrid_override_pattern")) {
         const std::string pattern = f.string_or("hybrid_override_pattern", "");
@@ -322,7 +317,7 @@ std::vector<LayerKind> read_layer_kinds(const json& root, const std::string& whe
                 case 'M': kinds.push_back(LayerKind::mamba); break;
                 case '*': kinds.push_back(LayerKind::attention); break;
                 case '-': kinds.push_back(LayerKind::mlp); break;
-                case 'E': refuse_moe(i); break;
+                case 'E': kinds.push_back(LayerKind::moe); break;
                 default:
                     throw LoadError(where + ": hybrid_override_pattern \"" + pattern + "\" has '" +
                                     std::string(1, pattern[i]) + "' at layer " + std::to_string(i) +
@@ -340,7 +335,7 @@ std::vector<LayerKind> read_layer_kinds(const json& root, const std::string& whe
             } else if (type == "mlp") {
                 kinds.push_back(LayerKind::mlp);
             } else if (type == "moe") {
-                refuse_moe(i);
+                kinds.push_back(LayerKind::moe);
             } else {
                 throw LoadError(where + ": layers_block_type[" + std::to_string(i) + "] \"" + type +
                                 "\" is not a layer kind (known: mamba, attention, mlp, moe)");
@@ -354,6 +349,50 @@ std::vector<LayerKind> read_layer_kinds(const json& root, const std::string& whe
     return kinds;
 }
 
+// NemotronH's `E` layers (Nemotron 3), with transformers' defaults: a
+// sigmoid router choosing in groups, relu^2 experts without a gate, one
+// shared expert, and optionally a latent width the routed experts work in.
+void read_nemotron_h_experts(const json& root, const std::string& where, ModelConfig& c) {
+    Fields f{root, where};
+    MoeConfig& m = c.moe;
+    m.router = RouterKind::sigmoid;
+    m.num_experts = f.integer_or("n_routed_experts", f.integer_or("num_local_experts", 8));
+    m.experts_per_token = f.integer_or("num_experts_per_tok", 2);
+    m.expert_intermediate = f.integer_or("moe_intermediate_size", 7688);
+    m.shared_expert_intermediate = f.integer_or("moe_shared_expert_intermediate_size", 7688);
+    m.groups = f.integer_or("n_group", 1);
+    m.top_groups = f.integer_or("topk_group", 1);
+    m.norm_topk_prob = f.boolean_or("norm_topk_prob", true);
+    m.routed_scaling_factor = static_cast<float>(f.number_or("routed_scaling_factor", 1.0));
+    m.latent_size = f.integer_or("moe_latent_size", 0);
+    for (auto [value, name] : {std::pair{m.num_experts, "n_routed_experts"},
+                               {m.experts_per_token, "num_experts_per_tok"},
+                               {m.expert_intermediate, "moe_intermediate_size"},
+                               {m.shared_expert_intermediate, "moe_shared_expert_intermediate_size"},
+                               {m.groups, "n_group"},
+                               {m.top_groups, "topk_group"}}) {
+        require_positive(value, name, where);
+    }
+    if (m.latent_size < 0) throw LoadError(where + ": field \"moe_latent_size\" must not be negative");
+    if (f.integer_or("n_shared_experts", 1) != 1) {
+        throw LoadError(where + ": n_shared_experts " + std::to_string(f.integer_or("n_shared_experts", 1)) +
+                        " is not supported (one shared expert, as transformers builds)");
+    }
+    if (m.num_experts > 1024 || m.experts_per_token > 256 || m.groups > 256) {
+        throw LoadError(where + ": " + std::to_string(m.num_experts) + " experts, " + std::to_string(m.experts_per_token) +
+                        " a token in " + std::to_string(m.groups) +
+                        " groups is not supported (at most 1024 experts, 256 a token, 256 groups)");
+    }
+    if (m.num_experts % m.groups != 0 || m.top_groups > m.groups ||
+        m.experts_per_token > m.top_groups * (m.num_experts / m.groups)) {
+        throw LoadError(where + ": num_experts_per_tok " + std::to_string(m.experts_per_token) + " from topk_group " +
+                        std::to_string(m.top_groups) + " of n_group " + std::to_string(m.groups) + " over " +
+                        std::to_string(m.num_experts) + " experts: the groups must split the experts evenly and "
+                        "hold enough of them");
+    }
+    if (f.boolean_or("mlp_bias", false)) throw LoadError(where + ": mlp_bias true is not supported with experts");
+}
+
 // NemotronHForCausalLM, read as transformers' configuration_nemotron_h.py
 // reads it, older spellings (mamba_n_groups, mamba_d_conv, ...) included.
 void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c) {
@@ -363,10 +402,11 @@ void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c)
     c.rotary = false;
     c.layer_kinds = read_layer_kinds(root, where);
     c.num_layers = static_cast<int32_t>(c.layer_kinds.size());
-    bool any_attention = false, any_mlp = false;
+    bool any_attention = false, any_mlp = false, any_moe = false;
     for (LayerKind kind : c.layer_kinds) {
         any_attention |= kind == LayerKind::attention;
         any_mlp |= kind == LayerKind::mlp;
+        any_moe |= kind == LayerKind::moe;
     }
 
     c.hidden_size = f.integer("hidden_size");
@@ -398,6 +438,8 @@ void read_nemotron_h(const json& root, const std::string& where, ModelConfig& c)
     const std::string mlp_act = f.string_or("mlp_hidden_act", "relu2");
     if (mlp_act != "relu2")
         throw LoadError(where + ": mlp_hidden_act \"" + mlp_act + "\" is not supported (supported: relu2)");
+
+    if (any_moe) read_nemotron_h_experts(root, where, c);
 
     MambaConfig& m = c.mamba;
     m.num_heads = f.integer_or("mamba_num_heads", 128);

@@ -52,7 +52,8 @@ struct MambaConfig {
 //   sigmoid (NemotronH, DeepSeek-V3): s = sigmoid(logits); choice by
 //     s + score_bias (e_score_correction_bias), first the `top_groups` best of
 //     `groups` equal groups (a group's rank: the sum of its two best biased
-//     scores), then the k best experts inside them; weights are the unbiased
+//     scores; the other groups' experts are out), then the k best experts
+//     inside them; weights are the unbiased
 //     s of the chosen, divided by their sum with norm_topk_prob, times
 //     routed_scaling_factor.
 // Ties go to the lower expert index, in both steps.

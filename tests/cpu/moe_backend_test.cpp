@@ -1,7 +1,9 @@
 // Mixtures of experts on the CPU backend. The router alone: its tie rule,
 // top-k, normalization and the sigmoid router's groups, on hand-made
 // logits. The backend on make-checkpoint's tiny-qwen3-moe (two sparse
-// layers around a dense one), bitwise: a row's logits are the same in one
+// layers around a dense one) and tiny-nemotron-h-moe (E layers among Mamba2
+// and attention ones, a shared expert; with and without a latent width),
+// bitwise: a row's logits are the same in one
 // prefill, one token at a time, in verify-sized chunks, mixed with other
 // streams' rows (which route elsewhere), at 1-3 threads and on every SIMD
 // path, in fp32 and with quantized experts.
@@ -92,41 +94,39 @@ TEST(MoeRouter, SigmoidChoosesOnBiasedScoresInsideTheBestGroupsAndWeighsUnbiased
 
 constexpr int32_t kTokens = 72;
 
-class MoeBackend : public ::testing::Test {
+struct MoeModel {
+    const char* preset;
+    int32_t latent;  // moe_latent_size; 0 = none
+};
+void PrintTo(const MoeModel& m, std::ostream* os) { *os << m.preset << (m.latent ? " with a latent width" : ""); }
+
+class MoeBackend : public ::testing::TestWithParam<MoeModel> {
 protected:
-    static void SetUpTestSuite() {
-        dir_ = new TempDir();
-        model::CheckpointSpec spec = model::preset_spec("tiny-qwen3-moe");
-        spec.seed = 23;
-        model::write_checkpoint(spec, dir_->str());
-    }
-    static void TearDownTestSuite() {
-        delete dir_;
-        dir_ = nullptr;
-    }
-    static std::unique_ptr<CpuBackend> backend(int threads, Isa isa = testing::fastest_isa(kernels::Activations::f32),
-                                               const WeightOptions& weights = {}) {
-        return load_cpu_backend(dir_->str(), threads, isa, kernels::Activations::f32, weights);
+    std::unique_ptr<CpuBackend> backend(int threads, Isa isa = testing::fastest_isa(kernels::Activations::f32),
+                                        const WeightOptions& weights = {}) {
+        return load_cpu_backend(dir_.str(), threads, isa, kernels::Activations::f32, weights);
     }
     void SetUp() override {
+        model::CheckpointSpec spec = model::preset_spec(GetParam().preset);
+        spec.seed = 23;
+        spec.moe_latent_size = GetParam().latent;
+        model::write_checkpoint(spec, dir_.str());
         backend_ = backend(2);
         ASSERT_TRUE(backend_->config().moe.enabled());
-        ASSERT_EQ(backend_->config().expert_layer_count(), 2);
+        ASSERT_GE(backend_->config().expert_layer_count(), 2);
         vocab_ = backend_->config().vocab_size;
         tokens_ = random_tokens(kTokens, vocab_, 42);
         prefill_ = logits_in_chunks(*backend_, 0, tokens_, {kTokens});
     }
 
-    static TempDir* dir_;
+    TempDir dir_;
     std::unique_ptr<CpuBackend> backend_;
     int32_t vocab_ = 0;
     std::vector<int32_t> tokens_;
     std::vector<float> prefill_;
 };
 
-TempDir* MoeBackend::dir_ = nullptr;
-
-TEST_F(MoeBackend, APrefillTouchesEveryExpertAndOneRowOnlyItsOwn) {
+TEST_P(MoeBackend, APrefillTouchesEveryExpertAndOneRowOnlyItsOwn) {
     // Not a property of the code but of the fixture: without it the
     // invariance tests below would not exercise several experts at once.
     EXPECT_EQ(backend_->experts_touched(), backend_->config().moe.num_experts);
@@ -134,12 +134,12 @@ TEST_F(MoeBackend, APrefillTouchesEveryExpertAndOneRowOnlyItsOwn) {
     EXPECT_EQ(backend_->experts_touched(), backend_->config().moe.experts_per_token);
 }
 
-TEST_F(MoeBackend, OneTokenAtATimeAndVerifyChunksEqualOnePrefill) {
+TEST_P(MoeBackend, OneTokenAtATimeAndVerifyChunksEqualOnePrefill) {
     EXPECT_TRUE(bitwise_equal(logits_in_chunks(*backend_, 1, tokens_, {1}), prefill_));
     EXPECT_TRUE(bitwise_equal(logits_in_chunks(*backend_, 2, tokens_, {2, 3, 5, 8, 13, 4, 7, 16, 14}), prefill_));
 }
 
-TEST_F(MoeBackend, RowsMixedWithOtherStreamsEqualOnePrefill) {
+TEST_P(MoeBackend, RowsMixedWithOtherStreamsEqualOnePrefill) {
     const auto other = random_tokens(kTokens, vocab_, 7);
     backend_->open_stream(1, kTokens);
     backend_->open_stream(2, kTokens);
@@ -163,7 +163,7 @@ TEST_F(MoeBackend, RowsMixedWithOtherStreamsEqualOnePrefill) {
     EXPECT_TRUE(bitwise_equal(ours, prefill_));
 }
 
-TEST_F(MoeBackend, ThreadCountsAndSimdPathsGiveTheSameBits) {
+TEST_P(MoeBackend, ThreadCountsAndSimdPathsGiveTheSameBits) {
     for (int threads : {1, 3}) {
         auto other = backend(threads);
         EXPECT_TRUE(bitwise_equal(logits_in_chunks(*other, 0, tokens_, {9, 50, 13}), prefill_)) << threads << " threads";
@@ -174,7 +174,7 @@ TEST_F(MoeBackend, ThreadCountsAndSimdPathsGiveTheSameBits) {
     }
 }
 
-TEST_F(MoeBackend, QuantizedExpertsKeepTheRouterInFp32AndStayInvariant) {
+TEST_P(MoeBackend, QuantizedExpertsKeepTheRouterInFp32AndStayInvariant) {
     WeightOptions options;
     options.quantize = model::QuantType::q8_0;
     auto q = backend(2, testing::fastest_isa(kernels::Activations::f32), options);
@@ -186,27 +186,49 @@ TEST_F(MoeBackend, QuantizedExpertsKeepTheRouterInFp32AndStayInvariant) {
     const auto whole = logits_in_chunks(*q, 0, tokens_, {kTokens});
     EXPECT_TRUE(bitwise_equal(logits_in_chunks(*q, 1, tokens_, {1}), whole));
     EXPECT_TRUE(bitwise_equal(logits_in_chunks(*q, 2, tokens_, {16, 16, 16, 16, 8}), whole));
-    // Close to the fp32 weights' logits: q8_0 moves them a little.
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < whole.size(); ++i) {
-        worst = std::max(worst, std::abs(static_cast<double>(whole[i]) - prefill_[i]));
-        scale = std::max(scale, std::abs(static_cast<double>(prefill_[i])));
+    // Close to the fp32 weights' logits: q8_0 moves them a little, except
+    // where it tips a router's choice (a near tie in the scores): such a row
+    // reads another expert and its logits jump, and in NemotronH the Mamba
+    // state carries some of that to the next rows. Most rows stay close.
+    double scale = 0;
+    for (float v : prefill_) scale = std::max(scale, std::abs(static_cast<double>(v)));
+    int32_t close = 0;
+    for (int32_t r = 0; r < kTokens; ++r) {
+        double worst = 0;
+        for (int32_t i = 0; i < vocab_; ++i) {
+            const size_t at = static_cast<size_t>(r) * vocab_ + i;
+            worst = std::max(worst, std::abs(static_cast<double>(whole[at]) - prefill_[at]));
+        }
+        close += worst < 0.05 * scale ? 1 : 0;
     }
-    EXPECT_LT(worst, 0.05 * scale);
+    EXPECT_GE(close, kTokens * 8 / 10);
 }
 
-TEST_F(MoeBackend, TheWeightSummaryCountsActiveExpertsApart) {
+TEST_P(MoeBackend, TheWeightSummaryCountsActiveExpertsApart) {
     const Weights& w = backend_->weights();
     const model::MoeConfig& moe = backend_->config().moe;
     EXPECT_LT(w.active_matmul_bytes(), w.matmul_bytes());
-    // Two sparse layers, each holding num_experts experts of which k are read.
+    // Each sparse layer holds num_experts experts of which k are read.
+    const LayerWeights& sparse = *std::find_if(w.layers().begin(), w.layers().end(),
+                                               [](const LayerWeights& l) { return !l.experts.empty(); });
     size_t expert_bytes = 0;
-    for (const WeightMatrix* m : {&w.layers()[0].experts[0].w_gate, &w.layers()[0].experts[0].w_up, &w.layers()[0].experts[0].w_down}) {
+    for (const WeightMatrix* m : {&sparse.experts[0].w_gate, &sparse.experts[0].w_up, &sparse.experts[0].w_down}) {
+        if (m->rows == 0) continue;  // no gate in a squared-ReLU expert
         ASSERT_EQ(m->format, kernels::WeightFormat::bf16_tiled);
         expert_bytes += static_cast<size_t>(kernels::tiled_rows(m->rows)) * m->stride * 2;
     }
-    EXPECT_EQ(w.matmul_bytes() - w.active_matmul_bytes(), 2 * (moe.num_experts - moe.experts_per_token) * expert_bytes);
+    EXPECT_EQ(w.matmul_bytes() - w.active_matmul_bytes(),
+              static_cast<size_t>(backend_->config().expert_layer_count()) * (moe.num_experts - moe.experts_per_token) * expert_bytes);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, MoeBackend,
+                         ::testing::Values(MoeModel{"tiny-qwen3-moe", 0}, MoeModel{"tiny-nemotron-h-moe", 0},
+                                           MoeModel{"tiny-nemotron-h-moe", 32}),
+                         [](const auto& info) {
+                             std::string name = std::string(info.param.preset) + (info.param.latent ? "_latent" : "");
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 }  // namespace
 }  // namespace tf::cpu

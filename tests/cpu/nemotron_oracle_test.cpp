@@ -90,5 +90,13 @@ TEST(MoeOracle, Qwen3MoeGreedyIdsEqualTheReferenceUpToNearTies) {
     EXPECT_GT(compare_greedy(cases), 6 * 15);
 }
 
+// E layers among Mamba2 and attention ones: a sigmoid router choosing in
+// groups, a shared expert, with and without a latent width.
+TEST(MoeOracle, NemotronHMoeGreedyIdsEqualTheReferenceUpToNearTies) {
+    const std::vector<nlohmann::json> cases = oracle_cases("moe_oracle.jsonl", "NemotronHForCausalLM");
+    ASSERT_EQ(cases.size(), 3u) << "tests/fixtures/moe_oracle.jsonl";
+    EXPECT_GT(compare_greedy(cases), 3 * 15);
+}
+
 }  // namespace
 }  // namespace tf::cpu

@@ -1,6 +1,7 @@
 // `tensorfold serve` on the random checkpoints of the architectures only
 // the CPU backend runs (tinycode's tokenizer), through the real binary:
-// NemotronH (Mamba2, attention and MLP layers) and Qwen3-MoE (experts). The
+// NemotronH (Mamba2, attention and MLP layers), Qwen3-MoE (experts) and
+// NemotronH with expert layers. The
 // same tokens with Recall off, on (copies that land and copies that miss, so
 // rounds are rolled back: on the recurrent state, or after rows that routed
 // to other experts) and read-only, at concurrency 1 and 4; and --device
@@ -157,7 +158,8 @@ TEST_P(CpuOnlyServer, DeviceCudaIsRefusedNamingTheArchitectureBeforeWeightsLoad)
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuOnlyServer,
                          ::testing::Values(Model{"tiny-nemotron-h", "NemotronHForCausalLM"},
-                                           Model{"tiny-qwen3-moe", "Qwen3MoeForCausalLM"}),
+                                           Model{"tiny-qwen3-moe", "Qwen3MoeForCausalLM"},
+                                           Model{"tiny-nemotron-h-moe", "NemotronHForCausalLM"}),
                          [](const auto& info) {
                              std::string name = info.param.preset;
                              std::replace(name.begin(), name.end(), '-', '_');

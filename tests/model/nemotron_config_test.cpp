@@ -83,9 +83,39 @@ TEST(NemotronHConfig, OlderFieldNamesAreRead) {
     EXPECT_EQ(c.max_position_embeddings, 4096);  // transformers' default
 }
 
+TEST(NemotronHConfig, ExpertLayersReadTheSigmoidRouterTheSharedExpertAndTheLatentWidth) {
+    const std::string experts = R"(, "n_routed_experts": 16, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+        "moe_shared_expert_intermediate_size": 48, "n_group": 4, "topk_group": 2, "routed_scaling_factor": 2.5,
+        "moe_latent_size": 24)";
+    const ModelConfig c = parse_model_config(nemotron_h(experts, R"("hybrid_override_pattern": "ME*E")"), "DIR/config.json");
+    EXPECT_EQ(c.layer_kinds, (std::vector<LayerKind>{LayerKind::mamba, LayerKind::moe, LayerKind::attention, LayerKind::moe}));
+    EXPECT_TRUE(c.has_experts(1) && c.has_mlp(1) && !c.has_attention(1));
+    EXPECT_EQ(c.expert_layer_count(), 2);
+    EXPECT_EQ(c.moe.router, RouterKind::sigmoid);
+    EXPECT_EQ(c.moe.num_experts, 16);
+    EXPECT_EQ(c.moe.experts_per_token, 3);
+    EXPECT_EQ(c.moe.expert_intermediate, 32);
+    EXPECT_EQ(c.moe.shared_expert_intermediate, 48);
+    EXPECT_EQ(c.moe.groups, 4);
+    EXPECT_EQ(c.moe.top_groups, 2);
+    EXPECT_TRUE(c.moe.norm_topk_prob);  // transformers' default
+    EXPECT_FLOAT_EQ(c.moe.routed_scaling_factor, 2.5f);
+    EXPECT_EQ(c.moe.latent_size, 24);
+    // transformers 5's spelling of the layer list.
+    const ModelConfig listed = parse_model_config(nemotron_h(experts, R"("layers_block_type": ["mamba", "moe"])"), "DIR/config.json");
+    EXPECT_EQ(listed.layer_kinds, (std::vector<LayerKind>{LayerKind::mamba, LayerKind::moe}));
+
+    expect_load_error(nemotron_h(R"(, "n_routed_experts": 10, "n_group": 4)", R"("hybrid_override_pattern": "ME")"),
+                      "the groups must split the experts evenly");
+    expect_load_error(nemotron_h(R"(, "n_routed_experts": 8, "n_group": 4, "topk_group": 1, "num_experts_per_tok": 3)",
+                                 R"("hybrid_override_pattern": "ME")"),
+                      "hold enough of them");
+    expect_load_error(nemotron_h(R"(, "n_shared_experts": 2)", R"("hybrid_override_pattern": "ME")"), "n_shared_experts 2");
+    expect_load_error(nemotron_h(R"(, "moe_intermediate_size": 0)", R"("hybrid_override_pattern": "ME")"),
+                      "\"moe_intermediate_size\" must be positive");
+}
+
 TEST(NemotronHConfig, WhatCannotRunIsRefusedByName) {
-    expect_load_error(nemotron_h("", R"("hybrid_override_pattern": "M-E*")"), "layer 2 is a mixture-of-experts layer");
-    expect_load_error(nemotron_h("", R"("layers_block_type": ["mamba", "moe"])"), "layer 1 is a mixture-of-experts");
     expect_load_error(nemotron_h("", R"("hybrid_override_pattern": "M-X")"), "'X' at layer 2");
     expect_load_error(nemotron_h("", R"("hybrid_override_pattern": "")"), "no layers");
     expect_load_error(nemotron_h("", R"("num_hidden_layers": 3)"), "hybrid_override_pattern");
