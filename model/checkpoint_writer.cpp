@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -34,6 +35,7 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 bool is_nemotron_h(const CheckpointSpec& s) { return s.architecture == "NemotronHForCausalLM"; }
 bool is_nemotron(const CheckpointSpec& s) { return s.architecture == "NemotronForCausalLM"; }
+bool is_qwen3_moe(const CheckpointSpec& s) { return s.architecture == "Qwen3MoeForCausalLM"; }
 
 const char* torch_dtype(const CheckpointSpec& s) {
     return s.dtype == DType::bf16 ? "bfloat16" : s.dtype == DType::f16 ? "float16" : "float32";
@@ -109,10 +111,11 @@ json nemotron_config(const CheckpointSpec& s) {
 json config_json(const CheckpointSpec& s) {
     if (is_nemotron_h(s)) return nemotron_h_config(s);
     if (is_nemotron(s)) return nemotron_config(s);
-    const char* model_type = s.architecture == "Qwen3ForCausalLM"     ? "qwen3"
-                             : s.architecture == "Qwen2ForCausalLM"   ? "qwen2"
-                             : s.architecture == "MistralForCausalLM" ? "mistral"
-                                                                      : "llama";
+    const char* model_type = s.architecture == "Qwen3ForCausalLM"      ? "qwen3"
+                             : is_qwen3_moe(s)                         ? "qwen3_moe"
+                             : s.architecture == "Qwen2ForCausalLM"    ? "qwen2"
+                             : s.architecture == "MistralForCausalLM"  ? "mistral"
+                                                                       : "llama";
     json c = common_config(s, model_type, static_cast<size_t>(s.num_layers));
     c["rms_norm_eps"] = 1e-6;
     c["hidden_act"] = "silu";
@@ -136,6 +139,17 @@ json config_json(const CheckpointSpec& s) {
     } else {
         c["rope_theta"] = s.rope_theta;
         c["rope_scaling"] = scaling;
+    }
+    if (is_qwen3_moe(s)) {
+        // transformers' Qwen3MoeConfig field names; intermediate_size above
+        // stays the width of the dense layers.
+        c["num_experts"] = s.num_experts;
+        c["num_experts_per_tok"] = s.experts_per_token;
+        c["moe_intermediate_size"] = s.expert_intermediate;
+        c["norm_topk_prob"] = s.norm_topk_prob;
+        c["decoder_sparse_step"] = s.decoder_sparse_step;
+        c["mlp_only_layers"] = s.mlp_only_layers;
+        c["router_aux_loss_coef"] = 0.001;  // training only; written as the released configs do
     }
     return c;
 }
@@ -223,8 +237,41 @@ uint16_t float_to_half(float value) {
     return sign | static_cast<uint16_t>((x - 0x38000000) >> 13);
 }
 
+namespace {
+
+// A fused expert tensor's element is the per-expert tensor's element it
+// stands for: "model.layers.3.mlp.experts.gate_up_proj" [E, 2I, H] at
+// (e, r, c) is experts.e.gate_proj.weight (r < I) or up_proj.weight (r - I)
+// at (r, c), and down_proj [E, H, I] at (e, ...) is experts.e.down_proj.weight.
+// Empty name: `name` is not a fused expert tensor.
+struct PerExpertElement {
+    std::string name;
+    std::vector<int64_t> shape;
+    uint64_t index = 0;
+};
+
+PerExpertElement per_expert_element(const std::string& name, const std::vector<int64_t>& shape, uint64_t index) {
+    const bool gate_up = ends_with(name, ".experts.gate_up_proj"), down = ends_with(name, ".experts.down_proj");
+    if ((!gate_up && !down) || shape.size() != 3) return {};
+    const std::string prefix = name.substr(0, name.rfind('.') + 1);  // "...mlp.experts."
+    const uint64_t per_expert = static_cast<uint64_t>(shape[1]) * static_cast<uint64_t>(shape[2]);
+    const uint64_t expert = index / per_expert, within = index % per_expert;
+    const std::string e = prefix + std::to_string(expert) + ".";
+    if (down) return {e + "down_proj.weight", {shape[1], shape[2]}, within};
+    const int64_t inter = shape[1] / 2;
+    const uint64_t half = static_cast<uint64_t>(inter) * static_cast<uint64_t>(shape[2]);
+    if (within < half) return {e + "gate_proj.weight", {inter, shape[2]}, within};
+    return {e + "up_proj.weight", {inter, shape[2]}, within - half};
+}
+
+}  // namespace
+
 float checkpoint_value(const CheckpointSpec& spec, const std::string& name, const std::vector<int64_t>& shape,
                        uint64_t index) {
+    if (spec.fused_experts) {
+        const PerExpertElement element = per_expert_element(name, shape, index);
+        if (!element.name.empty()) return checkpoint_value(spec, element.name, element.shape, element.index);
+    }
     const uint64_t bits = splitmix64(splitmix64(spec.seed ^ fnv1a(name)) + index);
     // Uniform in [-1, 1), never exactly zero: the low bit is forced on.
     const double u = (static_cast<double>((bits >> 11) | 1) * 0x1.0p-53) * 2.0 - 1.0;
@@ -251,6 +298,12 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
                 static_cast<int64_t>(index / static_cast<uint64_t>(shape.back())) >= m.inner + m.conv ? 0.25 : 1.0;
             return static_cast<float>(scale * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
         }
+    }
+    // Routers: 3x the usual scale, so a token's routing logits spread over a
+    // few units and its top-k choice is rarely a near tie that rounding in
+    // another engine could flip.
+    if (is_qwen3_moe(spec) && ends_with(name, ".mlp.gate.weight")) {
+        return static_cast<float>(3.0 * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
     }
     // LayerNorm1P applies 1 + weight: weights near 0 make scales near 1.
     if (is_nemotron(spec) && (ends_with(name, "layernorm.weight") || name == "model.norm.weight")) {
@@ -337,14 +390,54 @@ std::vector<TensorSpec> nemotron_tensors(const CheckpointSpec& s) {
     return t;
 }
 
+void check_qwen3_moe(const CheckpointSpec& s) {
+    auto refuse = [](const std::string& why) { throw std::invalid_argument("Qwen3MoeForCausalLM: " + why); };
+    if (s.num_experts <= 0) refuse("num_experts must be positive");
+    if (s.experts_per_token <= 0 || s.experts_per_token > s.num_experts) {
+        refuse("num_experts_per_tok " + std::to_string(s.experts_per_token) + " is not in 1.." +
+               std::to_string(s.num_experts));
+    }
+    if (s.expert_intermediate <= 0) refuse("moe_intermediate_size must be positive");
+    if (s.decoder_sparse_step <= 0) refuse("decoder_sparse_step must be positive");
+    for (int32_t layer : s.mlp_only_layers) {
+        if (layer < 0 || layer >= s.num_layers) {
+            refuse("mlp_only_layers names layer " + std::to_string(layer) + " of " + std::to_string(s.num_layers));
+        }
+    }
+}
+
+// A sparse layer's router and experts, in the layout `s` asks for.
+void push_experts(std::vector<TensorSpec>& t, const CheckpointSpec& s, const std::string& mlp) {
+    const int64_t hidden = s.hidden_size, experts = s.num_experts, inter = s.expert_intermediate;
+    t.push_back({mlp + "gate.weight", {experts, hidden}});
+    if (s.fused_experts) {
+        t.push_back({mlp + "experts.gate_up_proj", {experts, 2 * inter, hidden}});
+        t.push_back({mlp + "experts.down_proj", {experts, hidden, inter}});
+        return;
+    }
+    for (int64_t e = 0; e < experts; ++e) {
+        const std::string p = mlp + "experts." + std::to_string(e) + ".";
+        t.push_back({p + "gate_proj.weight", {inter, hidden}});
+        t.push_back({p + "up_proj.weight", {inter, hidden}});
+        t.push_back({p + "down_proj.weight", {hidden, inter}});
+    }
+}
+
 }  // namespace
+
+bool is_sparse_layer(const CheckpointSpec& s, int32_t layer) {
+    if (!is_qwen3_moe(s) || s.num_experts <= 0 || s.decoder_sparse_step <= 0) return false;
+    if (std::find(s.mlp_only_layers.begin(), s.mlp_only_layers.end(), layer) != s.mlp_only_layers.end()) return false;
+    return (layer + 1) % s.decoder_sparse_step == 0;
+}
 
 std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
     if (is_nemotron_h(s)) return nemotron_h_tensors(s);
     if (is_nemotron(s)) return nemotron_tensors(s);
+    if (is_qwen3_moe(s)) check_qwen3_moe(s);
     const int64_t hidden = s.hidden_size, q_dim = int64_t{s.num_heads} * s.head_dim,
                   kv_dim = int64_t{s.num_kv_heads} * s.head_dim, inter = s.intermediate_size;
-    const bool qwen2 = s.architecture == "Qwen2ForCausalLM", qwen3 = s.architecture == "Qwen3ForCausalLM",
+    const bool qwen2 = s.architecture == "Qwen2ForCausalLM", qwen3 = s.architecture == "Qwen3ForCausalLM" || is_qwen3_moe(s),
                mistral = s.architecture == "MistralForCausalLM";
     const bool qkv_bias = qwen2 || (!mistral && s.attention_bias), o_bias = !qwen2 && !mistral && s.attention_bias;
     std::vector<TensorSpec> t;
@@ -367,6 +460,10 @@ std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
             t.push_back({p + "self_attn.k_norm.weight", {s.head_dim}});
         }
         t.push_back({p + "post_attention_layernorm.weight", {hidden}});
+        if (is_sparse_layer(s, i)) {
+            push_experts(t, s, p + "mlp.");
+            continue;
+        }
         t.push_back({p + "mlp.gate_proj.weight", {inter, hidden}});
         t.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
         t.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
@@ -398,6 +495,24 @@ CheckpointSpec preset_spec(const std::string& name) {
         s.rope_theta = 1e6;
         s.eos_token_ids = {151645, 151643};
         s.shards = 5;
+    } else if (name == "tiny-qwen3-moe") {
+        // Sparse, dense, sparse: a dense layer between two expert layers
+        // catches a loader that assumes every layer is alike.
+        s.architecture = "Qwen3MoeForCausalLM";
+        s.num_layers = 3;
+        s.rope_theta = 1e6;
+        s.num_experts = 8, s.experts_per_token = 2, s.expert_intermediate = 32;
+        s.mlp_only_layers = {1};
+    } else if (name == "qwen3-30b-a3b") {
+        // Qwen3-30B-A3B's config.json: 48 layers all sparse, 128 experts of
+        // 768, 8 a token; 30,532,122,624 parameters.
+        s.architecture = "Qwen3MoeForCausalLM";
+        s.hidden_size = 2048, s.num_layers = 48, s.num_heads = 32, s.num_kv_heads = 4, s.head_dim = 128;
+        s.intermediate_size = 6144, s.vocab_size = 151936, s.max_position_embeddings = 40960;
+        s.num_experts = 128, s.experts_per_token = 8, s.expert_intermediate = 768;
+        s.rope_theta = 1e6;
+        s.eos_token_ids = {151645, 151643};
+        s.shards = 16;
     } else if (name == "llama3-8b") {
         s.architecture = "LlamaForCausalLM";
         s.hidden_size = 4096, s.num_layers = 32, s.num_heads = 32, s.num_kv_heads = 8, s.head_dim = 128;
@@ -434,8 +549,9 @@ CheckpointSpec preset_spec(const std::string& name) {
         s.shards = 2;
     } else {
         throw std::invalid_argument("unknown preset \"" + name +
-                                    "\" (known: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-nemotron-h, "
-                                    "tiny-nemotron, qwen3-8b, llama3-8b, nemotron-h-1b, nemotron-3-nano-4b)");
+                                    "\" (known: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-qwen3-moe, "
+                                    "tiny-nemotron-h, tiny-nemotron, qwen3-8b, qwen3-30b-a3b, llama3-8b, "
+                                    "nemotron-h-1b, nemotron-3-nano-4b)");
     }
     return s;
 }

@@ -17,7 +17,8 @@
 namespace tf::model {
 
 struct CheckpointSpec {
-    // or MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, NemotronHForCausalLM, NemotronForCausalLM
+    // or MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, NemotronHForCausalLM,
+    // NemotronForCausalLM
     std::string architecture = "LlamaForCausalLM";
     int32_t hidden_size = 64;
     int32_t num_layers = 2;
@@ -43,6 +44,20 @@ struct CheckpointSpec {
     int32_t mamba_heads = 8, mamba_head_dim = 8, ssm_state_size = 16, mamba_groups = 2, conv_kernel = 4;
     // Nemotron only: the share of each q/k head that is rotated.
     double partial_rotary_factor = 0.5;
+    // Qwen3-MoE: the experts. Layer i's MLP is the experts unless i is in
+    // mlp_only_layers or (i + 1) % decoder_sparse_step != 0; a dense layer
+    // keeps intermediate_size.
+    int32_t num_experts = 0;
+    int32_t experts_per_token = 0;   // num_experts_per_tok
+    int32_t expert_intermediate = 0;  // moe_intermediate_size
+    bool norm_topk_prob = true;
+    int32_t decoder_sparse_step = 1;
+    std::vector<int32_t> mlp_only_layers;
+    // The transformers-5 layout: per layer one mlp.experts.gate_up_proj
+    // [E, 2 * inter, hidden] (gate rows, then up rows) and one
+    // mlp.experts.down_proj [E, hidden, inter] instead of 3 * E matrices. The
+    // values are the per-expert layout's, so one seed is one model in both.
+    bool fused_experts = false;
 };
 
 struct TensorSpec {
@@ -52,12 +67,15 @@ struct TensorSpec {
 
 // The tensors a checkpoint of `spec` holds, in file order. Throws
 // std::invalid_argument for a NemotronH pattern that is empty or holds
-// anything but M, * and - (MoE layers, E, are not written).
+// anything but M, * and - (MoE layers, E, are not written), and for
+// Qwen3-MoE experts that cannot be (no experts, k outside 1..E, a dense
+// layer index outside the model).
 std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& spec);
 
-// "tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-nemotron-h",
-// "tiny-nemotron", "qwen3-8b", "llama3-8b", "nemotron-h-1b",
-// "nemotron-3-nano-4b". Throws std::invalid_argument for any other name.
+// "tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3-moe", "tiny-mistral",
+// "tiny-nemotron-h", "tiny-nemotron", "qwen3-8b", "qwen3-30b-a3b",
+// "llama3-8b", "nemotron-h-1b", "nemotron-3-nano-4b". Throws
+// std::invalid_argument for any other name.
 CheckpointSpec preset_spec(const std::string& name);
 
 // Writes the directory (created if needed). tokenizer_from: a directory
@@ -69,6 +87,9 @@ void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const 
 // the checkpoint's dtype.
 float checkpoint_value(const CheckpointSpec& spec, const std::string& name, const std::vector<int64_t>& shape,
                        uint64_t index);
+
+// Qwen3-MoE: whether layer `layer`'s MLP is the experts.
+bool is_sparse_layer(const CheckpointSpec& spec, int32_t layer);
 
 uint16_t float_to_bf16(float value);  // round to nearest even
 uint16_t float_to_half(float value);  // round to nearest even

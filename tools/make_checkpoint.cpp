@@ -9,31 +9,55 @@
 //       (NVIDIA-Nemotron-3-Nano-4B's shape: hidden 3136, 42 layers
 //        "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-", 96 Mamba2 heads of 80)
 //   make-checkpoint --preset tiny-nemotron-h --pattern "MM*-M" --mamba-heads 4 --groups 1 --out /tmp/h
+//   make-checkpoint --preset tiny-qwen3-moe --experts 16 --experts-per-token 4 --mlp-only-layers 0,2
+//       --fused-experts --out /tmp/moe
+//   make-checkpoint --preset qwen3-30b-a3b --out /data/q30b  (Qwen3-30B-A3B's shape, 128 experts, top-8)
 //   make-checkpoint --arch LlamaForCausalLM --hidden 128 --layers 2 --heads 4 --kv-heads 2
 //       --head-dim 32 --intermediate 256 --vocab 512 --dtype f16 --shards 2 --out /tmp/l
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <sstream>
 
 #include "model/checkpoint_writer.h"
+
+namespace {
+
+// "1,3" -> {1, 3}; "" -> {}. False for anything but comma-separated
+// non-negative integers.
+bool parse_layer_list(const std::string& text, std::vector<int32_t>& layers) {
+    layers.clear();
+    if (text.empty()) return true;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9) return false;
+        layers.push_back(std::stoi(item));
+    }
+    return text.back() != ',';
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Write a Hugging Face model directory with seeded random weights", "make-checkpoint"};
     std::string preset = "tiny-llama", out, tokenizer_from, dtype = "bf16", rope_scaling = "none";
     tf::model::CheckpointSpec flags;
     app.add_option("--preset", preset,
-                   "Starting shape: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-nemotron-h, tiny-nemotron, "
-                   "qwen3-8b, llama3-8b, nemotron-h-1b, nemotron-3-nano-4b (NVIDIA-Nemotron-3-Nano-4B: hidden 3136, "
+                   "Starting shape: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-qwen3-moe, tiny-nemotron-h, "
+                   "tiny-nemotron, qwen3-8b, qwen3-30b-a3b (Qwen3-30B-A3B: 48 layers of 128 experts, top-8), "
+                   "llama3-8b, nemotron-h-1b, nemotron-3-nano-4b (NVIDIA-Nemotron-3-Nano-4B: hidden 3136, "
                    "42 layers of 21 Mamba2, 17 MLP, 4 attention)")
         ->capture_default_str();
     app.add_option("--out", out, "Directory to write (created)")->required();
     app.add_option("--tokenizer-from", tokenizer_from, "Copy tokenizer.json and friends from this directory");
     auto* arch = app.add_option("--arch", flags.architecture,
                                 "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                                "NemotronHForCausalLM or NemotronForCausalLM")
+                                "Qwen3MoeForCausalLM, NemotronHForCausalLM or NemotronForCausalLM")
                      ->check(CLI::IsMember({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                            "Qwen3ForCausalLM", "NemotronHForCausalLM", "NemotronForCausalLM"}));
+                                            "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "NemotronHForCausalLM",
+                                            "NemotronForCausalLM"}));
     auto* hidden = app.add_option("--hidden", flags.hidden_size, "hidden_size")->check(CLI::PositiveNumber);
     auto* layers = app.add_option("--layers", flags.num_layers, "num_hidden_layers")->check(CLI::PositiveNumber);
     auto* heads = app.add_option("--heads", flags.num_heads, "num_attention_heads")->check(CLI::PositiveNumber);
@@ -63,6 +87,25 @@ int main(int argc, char** argv) {
     auto* partial_rotary = app.add_option("--partial-rotary", flags.partial_rotary_factor,
                                           "Nemotron partial_rotary_factor: rotated share of each q/k head")
                                ->check(CLI::Range(0.0, 1.0));
+    auto* experts = app.add_option("--experts", flags.num_experts, "Qwen3-MoE num_experts")->check(CLI::PositiveNumber);
+    auto* experts_per_token = app.add_option("--experts-per-token", flags.experts_per_token,
+                                             "Qwen3-MoE num_experts_per_tok (the k of the top-k)")
+                                  ->check(CLI::PositiveNumber);
+    auto* expert_inter = app.add_option("--expert-intermediate", flags.expert_intermediate,
+                                        "Qwen3-MoE moe_intermediate_size (one expert's inner width)")
+                             ->check(CLI::PositiveNumber);
+    auto* norm_topk = app.add_option("--norm-topk-prob", flags.norm_topk_prob,
+                                     "Qwen3-MoE norm_topk_prob: divide the chosen weights by their sum (true/false)");
+    auto* sparse_step = app.add_option("--decoder-sparse-step", flags.decoder_sparse_step,
+                                       "Qwen3-MoE decoder_sparse_step: layer i has experts when (i + 1) % step == 0")
+                            ->check(CLI::PositiveNumber);
+    std::string mlp_only_layers;
+    auto* mlp_only = app.add_option("--mlp-only-layers", mlp_only_layers,
+                                    "Qwen3-MoE mlp_only_layers: comma-separated layers that stay dense, e.g. 1,3");
+    bool fused_experts = false;
+    app.add_flag("--fused-experts", fused_experts,
+                 "Write each layer's experts as two stacked tensors, mlp.experts.gate_up_proj and "
+                 "mlp.experts.down_proj (transformers 5), instead of one matrix per expert");
     app.add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str()->check(CLI::IsMember({"bf16", "f16", "f32"}));
     app.add_option("--rope-scaling", rope_scaling, "none or llama3")->capture_default_str()->check(CLI::IsMember({"none", "llama3"}));
     bool rope_parameters = false;
@@ -93,11 +136,38 @@ int main(int argc, char** argv) {
         if (groups->count()) spec.mamba_groups = flags.mamba_groups;
         if (conv_kernel->count()) spec.conv_kernel = flags.conv_kernel;
         if (partial_rotary->count()) spec.partial_rotary_factor = flags.partial_rotary_factor;
+        if (experts->count()) spec.num_experts = flags.num_experts;
+        if (experts_per_token->count()) spec.experts_per_token = flags.experts_per_token;
+        if (expert_inter->count()) spec.expert_intermediate = flags.expert_intermediate;
+        if (norm_topk->count()) spec.norm_topk_prob = flags.norm_topk_prob;
+        if (sparse_step->count()) spec.decoder_sparse_step = flags.decoder_sparse_step;
+        if (mlp_only->count() && !parse_layer_list(mlp_only_layers, spec.mlp_only_layers)) {
+            std::fprintf(stderr, "make-checkpoint: --mlp-only-layers \"%s\" is not a list like 1,3\n",
+                         mlp_only_layers.c_str());
+            return 2;
+        }
+        if (fused_experts) spec.fused_experts = true;
         spec.dtype = dtype == "f32" ? tf::model::DType::f32 : dtype == "f16" ? tf::model::DType::f16 : tf::model::DType::bf16;
         spec.llama3_rope_scaling = rope_scaling == "llama3";
         spec.rope_parameters = rope_parameters;
         if (spec.num_heads % spec.num_kv_heads != 0) {
             std::fprintf(stderr, "make-checkpoint: --heads must be a multiple of --kv-heads\n");
+            return 2;
+        }
+        const bool qwen3_moe = spec.architecture == "Qwen3MoeForCausalLM";
+        const bool moe_flags = experts->count() || experts_per_token->count() || expert_inter->count() ||
+                               norm_topk->count() || sparse_step->count() || mlp_only->count() || fused_experts;
+        if (moe_flags && !qwen3_moe) {
+            std::fprintf(stderr, "make-checkpoint: %s has no experts; the expert flags are for Qwen3MoeForCausalLM\n",
+                         spec.architecture.c_str());
+            return 2;
+        }
+        if (qwen3_moe && (spec.num_experts <= 0 || spec.expert_intermediate <= 0 || spec.experts_per_token <= 0 ||
+                          spec.experts_per_token > spec.num_experts)) {
+            std::fprintf(stderr,
+                         "make-checkpoint: Qwen3MoeForCausalLM needs --experts, --expert-intermediate and "
+                         "--experts-per-token between 1 and --experts (have %d, %d, %d)\n",
+                         spec.num_experts, spec.expert_intermediate, spec.experts_per_token);
             return 2;
         }
         const bool nemotron_h = spec.architecture == "NemotronHForCausalLM";

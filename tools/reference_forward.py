@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """An independent fp32 reference forward for Hugging Face checkpoints --
 the Llama family (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
-Qwen3ForCausalLM), NemotronHForCausalLM (Mamba2 / attention / MLP hybrid)
+Qwen3ForCausalLM, Qwen3MoeForCausalLM with its experts), NemotronHForCausalLM (Mamba2 / attention / MLP hybrid)
 and NemotronForCausalLM (Nemotron-4, Minitron) -- written from transformers'
 modeling code in plain PyTorch: no transformers, no safetensors package.
 
@@ -21,8 +21,11 @@ to the config's time_step_limit (default (0, inf)); transformers' pure-torch
 path also clamps it below at time_step_min, so a warning goes to stderr if
 any dt falls under that and the two readings would differ.
 
+The mixture-of-experts layers, and the tie and summation order they fix,
+are in tools/reference_moe.py.
+
 tests/cpu uses it to make the committed fixtures
-(tests/fixtures/reference_*.json, nemotron_oracle.jsonl) and, when torch is
+(tests/fixtures/reference_*.json, nemotron_oracle.jsonl, moe_oracle.jsonl) and, when torch is
 importable, to re-check the C++ backend live.
 """
 import argparse
@@ -34,6 +37,8 @@ import sys
 
 import numpy as np
 import torch
+
+import reference_moe as moe
 
 
 def load_safetensors(path):
@@ -149,7 +154,8 @@ def llama_forward(cfg, w, tokens):
     n_kv = cfg.get("num_key_value_heads", n_heads)
     head_dim = cfg.get("head_dim") or hidden // n_heads
     eps = cfg.get("rms_norm_eps", 1e-6)
-    qk_norm = arch == "Qwen3ForCausalLM"
+    qk_norm = arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
+    sparse = moe.qwen3_moe_sparse_layers(cfg) if arch == "Qwen3MoeForCausalLM" else None
     window = cfg.get("sliding_window") if arch == "MistralForCausalLM" else None
 
     T = len(tokens)
@@ -171,6 +177,9 @@ def llama_forward(cfg, w, tokens):
         k = k * cos[:, None, :] + rotate_half(k) * sin[:, None, :]
         x = x + linear(w, attend(q, k, v, mask, head_dim), p + "self_attn.o_proj")
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        if sparse and sparse[layer]:
+            x = x + moe.qwen3_moe_sparse(cfg, w, p + "mlp.", h)
+            continue
         gate = linear(w, h, p + "mlp.gate_proj")
         up = linear(w, h, p + "mlp.up_proj")
         x = x + linear(w, torch.nn.functional.silu(gate) * up, p + "mlp.down_proj")
@@ -303,6 +312,7 @@ FORWARDS = {
     "MistralForCausalLM": llama_forward,
     "Qwen2ForCausalLM": llama_forward,
     "Qwen3ForCausalLM": llama_forward,
+    "Qwen3MoeForCausalLM": llama_forward,
     "NemotronHForCausalLM": nemotron_h_forward,
     "NemotronForCausalLM": nemotron_forward,
 }

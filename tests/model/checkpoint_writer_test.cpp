@@ -1,6 +1,6 @@
 // make-checkpoint's library: seeded, never-zero weights, the 8B presets'
-// shapes, the tokenizer copied beside the weights, and the NemotronH and
-// Nemotron layouts (names, shapes, config fields, value ranges).
+// shapes, the tokenizer copied beside the weights, and the NemotronH,
+// Nemotron and Qwen3-MoE layouts (names, shapes, config fields, value ranges).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -200,6 +200,112 @@ TEST(CheckpointWriter, NemotronLayoutHasLayerNormBiasesAndNoGate) {
         EXPECT_LE(std::fabs(checkpoint_value(spec, "model.layers.0.input_layernorm.weight", {64}, i)), 0.1f);
         EXPECT_LE(std::fabs(checkpoint_value(spec, "model.norm.weight", {64}, i)), 0.1f);
     }
+}
+
+TEST(CheckpointWriter, Qwen3MoePresetHasQwen3_30B_A3BsParameterCount) {
+    EXPECT_EQ(parameters(preset_spec("qwen3-30b-a3b")), 30532122624u);
+    CheckpointSpec fused = preset_spec("qwen3-30b-a3b");
+    fused.fused_experts = true;
+    EXPECT_EQ(parameters(fused), 30532122624u);
+}
+
+TEST(CheckpointWriter, Qwen3MoeSparseLayersHoldARouterAndExperts) {
+    const CheckpointSpec spec = preset_spec("tiny-qwen3-moe");  // 3 layers, layer 1 dense
+    const auto t = shapes(spec);
+    for (const char* layer : {"model.layers.0.", "model.layers.2."}) {
+        const std::string p = layer;
+        EXPECT_EQ(t.at(p + "mlp.gate.weight"), (std::vector<int64_t>{8, 64}));
+        EXPECT_EQ(t.at(p + "mlp.experts.0.gate_proj.weight"), (std::vector<int64_t>{32, 64}));
+        EXPECT_EQ(t.at(p + "mlp.experts.7.up_proj.weight"), (std::vector<int64_t>{32, 64}));
+        EXPECT_EQ(t.at(p + "mlp.experts.3.down_proj.weight"), (std::vector<int64_t>{64, 32}));
+        EXPECT_EQ(t.count(p + "mlp.experts.8.up_proj.weight"), 0u);
+        EXPECT_EQ(t.count(p + "mlp.gate_proj.weight"), 0u);
+        EXPECT_EQ(t.at(p + "self_attn.q_norm.weight"), (std::vector<int64_t>{16}));
+    }
+    EXPECT_EQ(t.at("model.layers.1.mlp.gate_proj.weight"), (std::vector<int64_t>{96, 64}));
+    EXPECT_EQ(t.at("model.layers.1.mlp.down_proj.weight"), (std::vector<int64_t>{64, 96}));
+    EXPECT_EQ(t.count("model.layers.1.mlp.gate.weight"), 0u);
+    EXPECT_EQ(t.at("lm_head.weight"), (std::vector<int64_t>{256, 64}));
+    // Per layer: 2 norms, q/k/v/o, q/k norms; sparse 1 + 8 * 3, dense 3.
+    EXPECT_EQ(t.size(), 3u * 8 + 2 * 25 + 3 + 3);
+
+    CheckpointSpec stepped = spec;
+    stepped.num_layers = 4, stepped.decoder_sparse_step = 2, stepped.mlp_only_layers = {3};
+    EXPECT_FALSE(is_sparse_layer(stepped, 0));
+    EXPECT_TRUE(is_sparse_layer(stepped, 1));
+    EXPECT_FALSE(is_sparse_layer(stepped, 2));
+    EXPECT_FALSE(is_sparse_layer(stepped, 3));  // (3 + 1) % 2 == 0, but listed dense
+}
+
+TEST(CheckpointWriter, FusedExpertsAreTheSameModelStacked) {
+    CheckpointSpec spec = preset_spec("tiny-qwen3-moe");
+    CheckpointSpec fused = spec;
+    fused.fused_experts = true;
+    const auto t = shapes(fused);
+    EXPECT_EQ(t.at("model.layers.0.mlp.experts.gate_up_proj"), (std::vector<int64_t>{8, 64, 64}));
+    EXPECT_EQ(t.at("model.layers.2.mlp.experts.down_proj"), (std::vector<int64_t>{8, 64, 32}));
+    EXPECT_EQ(t.at("model.layers.2.mlp.gate.weight"), (std::vector<int64_t>{8, 64}));
+    EXPECT_EQ(t.count("model.layers.0.mlp.experts.0.gate_proj.weight"), 0u);
+    EXPECT_EQ(t.at("model.layers.1.mlp.up_proj.weight"), (std::vector<int64_t>{96, 64}));
+    // Expert 5, row 7, column 9: gate rows first, then up rows.
+    const std::string p = "model.layers.2.mlp.experts.";
+    const uint64_t gate_up_at = (5 * 64 + 7) * 64 + 9, up_at = (5 * 64 + 32 + 7) * 64 + 9;
+    EXPECT_EQ(checkpoint_value(fused, p + "gate_up_proj", {8, 64, 64}, gate_up_at),
+              checkpoint_value(spec, p + "5.gate_proj.weight", {32, 64}, 7 * 64 + 9));
+    EXPECT_EQ(checkpoint_value(fused, p + "gate_up_proj", {8, 64, 64}, up_at),
+              checkpoint_value(spec, p + "5.up_proj.weight", {32, 64}, 7 * 64 + 9));
+    EXPECT_EQ(checkpoint_value(fused, p + "down_proj", {8, 64, 32}, (5 * 64 + 7) * 32 + 9),
+              checkpoint_value(spec, p + "5.down_proj.weight", {64, 32}, 7 * 32 + 9));
+}
+
+TEST(CheckpointWriter, Qwen3MoeConfigReadsBack) {
+    testing::TempDir dir;
+    write_checkpoint(preset_spec("tiny-qwen3-moe"), dir.str());
+    const nlohmann::json c = read_config(dir);
+    EXPECT_EQ(c.at("architectures")[0], "Qwen3MoeForCausalLM");
+    EXPECT_EQ(c.at("model_type"), "qwen3_moe");
+    EXPECT_EQ(c.at("num_experts"), 8);
+    EXPECT_EQ(c.at("num_experts_per_tok"), 2);
+    EXPECT_EQ(c.at("moe_intermediate_size"), 32);
+    EXPECT_EQ(c.at("intermediate_size"), 96);
+    EXPECT_EQ(c.at("norm_topk_prob"), true);
+    EXPECT_EQ(c.at("decoder_sparse_step"), 1);
+    EXPECT_EQ(c.at("mlp_only_layers"), nlohmann::json::array({1}));
+    const ModelConfig m = load_model_config(dir.str());
+    EXPECT_EQ(m.moe.num_experts, 8);
+    EXPECT_EQ(m.moe.experts_per_token, 2);
+    EXPECT_EQ(m.moe.expert_intermediate, 32);
+    EXPECT_TRUE(m.moe.norm_topk_prob);
+    EXPECT_EQ(m.sparse_layers, (std::vector<bool>{true, false, true}));
+    const Checkpoint file = Checkpoint::open(dir.str());
+    EXPECT_EQ(file.tensors().size(), checkpoint_tensors(preset_spec("tiny-qwen3-moe")).size());
+}
+
+TEST(CheckpointWriter, RoutersSpreadTheirLogits) {
+    // A matrix's values stay within sqrt(3 / fan_in); a router's reach 3x that.
+    const CheckpointSpec spec = preset_spec("tiny-qwen3-moe");
+    const float usual = std::sqrt(3.0f / 64.0f);
+    float router_max = 0, expert_max = 0;
+    for (uint64_t i = 0; i < 8 * 64; ++i) {
+        router_max = std::max(router_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.gate.weight", {8, 64}, i)));
+        expert_max = std::max(expert_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.experts.0.up_proj.weight",
+                                                                     {32, 64}, i)));
+    }
+    EXPECT_LE(expert_max, usual);
+    EXPECT_GT(router_max, 2.5f * usual);
+    EXPECT_LE(router_max, 3.0f * usual);
+}
+
+TEST(CheckpointWriter, Qwen3MoeRefusesExpertsItCannotWrite) {
+    CheckpointSpec spec = preset_spec("tiny-qwen3-moe");
+    spec.experts_per_token = 9;
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
+    spec = preset_spec("tiny-qwen3-moe");
+    spec.num_experts = 0;
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
+    spec = preset_spec("tiny-qwen3-moe");
+    spec.mlp_only_layers = {3};
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
 }
 
 TEST(CheckpointWriter, RoundsToNearestEven) {
