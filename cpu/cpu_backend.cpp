@@ -267,7 +267,11 @@ void CpuBackend::forward(std::span<const model::Row> rows, std::span<const model
         const LayerWeights& l = layers[layer];
         if (l.kind == model::LayerKind::mamba) mamba_block(l, mamba_layer_[layer], rows);
         if (c.has_attention(layer)) attention_block(l, kv_layer_[layer], rows);
-        if (c.has_mlp(layer)) mlp_block(l, M);
+        if (c.has_experts(layer)) {
+            moe_block(l, M);
+        } else if (c.has_mlp(layer)) {
+            mlp_block(l, M);
+        }
     }
     for (int32_t m = 0; m < M; ++m) row_caches_[m]->set_length(rows[m].position + 1);
     if (c.recurrent()) finish_recurrent_rounds(rows);
@@ -434,15 +438,21 @@ void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
         run_matmul(M, {MatmulJob{&l.w_up, up_.data(), inter}});
         add_bias(up_.data(), l.up_bias, M, inter);
     }
+    grow_packed(M, l.w_down);
+    activate_and_pack(gated, M, inter, pack_for(l.w_down), reinterpret_cast<char*>(split_.data()), packed_row_bytes(l.w_down));
+    run_matmul(M, {MatmulJob{&l.w_down, out_.data(), hidden}});
+    add_bias(out_.data(), l.down_bias, M, hidden);
+    for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
+}
+
+void CpuBackend::activate_and_pack(bool gated, int32_t rows, int32_t inter, kernels::PackRowsFn pack, char* packed,
+                                   size_t packed_row) {
     // silu(gate) * up, or relu(up)^2, then the packed copy for down_proj:
     // per row, so rows go to threads. The exps are the attention's exp16,
     // 16 at a time (the same bits on every path; std::exp one by one was a
     // tenth of a 16-row forward).
-    grow_packed(M, l.w_down);
-    const size_t packed_row = packed_row_bytes(l.w_down);
-    const kernels::PackRowsFn pack = pack_for(l.w_down);
     const size_t padded = static_cast<size_t>(inter + 15) / 16 * 16;
-    pool_.parallel_for(M, [&](int64_t begin, int64_t end) {
+    pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
         thread_local std::vector<float> e;
         e.assign(padded, 0.0f);
         for (int64_t m = begin; m < end; ++m) {
@@ -458,12 +468,9 @@ void CpuBackend::mlp_block(const LayerWeights& l, int32_t M) {
                     g[i] = r * r;
                 }
             }
-            pack(g, 1, inter, inter, reinterpret_cast<char*>(split_.data()) + m * packed_row);
+            pack(g, 1, inter, inter, packed + m * packed_row);
         }
     });
-    run_matmul(M, {MatmulJob{&l.w_down, out_.data(), hidden}});
-    add_bias(out_.data(), l.down_bias, M, hidden);
-    for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];
 }
 
 std::unique_ptr<CpuBackend> load_cpu_backend(const std::string& dir, int threads, kernels::Isa isa,

@@ -28,6 +28,7 @@
 #include "cpu/kernels/matmul.h"
 #include "cpu/kernels/quant_matmul.h"
 #include "cpu/kv_cache.h"
+#include "cpu/moe_router.h"
 #include "cpu/recurrent_state.h"
 #include "cpu/thread_pool.h"
 #include "cpu/weights.h"
@@ -86,6 +87,14 @@ private:
     void check_rows(std::span<const model::Row> rows, size_t samplers);
     void attention_block(const LayerWeights& l, int32_t kv_layer, std::span<const model::Row> rows);
     void mlp_block(const LayerWeights& l, int32_t rows);
+    // gate_ := silu(gate_) * up_ (or relu(up_)^2) for `rows` rows of `inter`,
+    // each packed by `pack` into `packed`, packed_row bytes apart.
+    void activate_and_pack(bool gated, int32_t rows, int32_t inter, kernels::PackRowsFn pack, char* packed,
+                           size_t packed_row);
+    // A mixture of experts (cpu_backend_moe.cpp) in place of the MLP.
+    void moe_block(const LayerWeights& l, int32_t rows);
+    // matmul_batches_ on the kernel `any` (one of their matrices) needs.
+    void run_matmul_batches(const WeightMatrix& any);
     // NemotronH's Mamba2 mixer (cpu_backend_mamba.cpp): in_proj, the conv
     // and scan on each stream's state, the gated norm and out_proj.
     void mamba_block(const LayerWeights& l, int32_t mamba_layer, std::span<const model::Row> rows);
@@ -130,6 +139,14 @@ private:
     std::vector<float> x_, normed_, split_, q_, k_, v_, attn_, out_, gate_, up_, cos_, sin_;
     std::vector<float> proj_, xbc_, dt_, y_;  // Mamba2: in_proj output, conv output, time steps, scan output
     kernels::AttentionScratch attention_scratch_;
+    // Mixture of experts: router logits, each row's choices, the slots
+    // (row, expert) grouped by expert, and their packed inputs and outputs.
+    std::vector<float> router_logits_, moe_rows_, moe_in_, moe_down_in_, moe_out_;
+    std::vector<ExpertChoice> routes_;
+    std::vector<int32_t> expert_first_, expert_next_, route_slot_, slot_row_;
+    std::vector<kernels::MatmulBatch> matmul_batches_;
+    std::vector<kernels::MatmulUnit> matmul_units_;
+    int32_t distinct_experts_ = 0;  // experts the last expert layer's round touched
     std::vector<kernels::AttentionRow> attention_rows_;
     std::vector<float> logits_;        // output rows' logits when some only sample
     std::vector<int32_t> output_rows_;  // per output row: its index in the forward

@@ -121,7 +121,19 @@ WeightMatrix Weights::repacked_matrix(const uint8_t* gguf_rows, model::QuantType
 }
 
 WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols) {
+    return matrix(checkpoint_.require(name, {rows, cols}), name, rows, cols);
+}
+
+WeightMatrix Weights::float_matrix(const std::string& name, int64_t rows, int64_t cols) {
     const model::TensorView& t = checkpoint_.require(name, {rows, cols});
+    if (t.quant) {
+        throw model::LoadError(t.file + ": tensor " + (t.stored_name.empty() ? name : t.stored_name) + " is " +
+                               t.dtype_text + "; a router must be F32, F16 or BF16");
+    }
+    return f32_split_matrix(t, rows, cols);
+}
+
+WeightMatrix Weights::matrix(const model::TensorView& t, const std::string& name, int64_t rows, int64_t cols) {
     const auto start = std::chrono::steady_clock::now();
     struct Timer {
         std::chrono::steady_clock::time_point start;
@@ -171,6 +183,14 @@ WeightMatrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols
         w.data = tiled;
         return w;
     }
+    return f32_split_matrix(t, rows, cols);
+}
+
+WeightMatrix Weights::f32_split_matrix(const model::TensorView& t, int64_t rows, int64_t cols) {
+    WeightMatrix w;
+    w.rows = static_cast<int32_t>(rows);
+    w.cols = static_cast<int32_t>(cols);
+    w.stride = kernels::padded_k(w.cols);
     auto& split = owned_f32_.emplace_back(static_cast<size_t>(rows) * w.stride, 0.0f);
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
@@ -294,6 +314,49 @@ void Weights::load_mlp(LayerWeights& l, const std::string& p) {
     }
 }
 
+void Weights::load_experts(LayerWeights& l, const std::string& p) {
+    const model::ModelConfig& c = config_;
+    const model::MoeConfig& moe = c.moe;
+    const int64_t hidden = c.hidden_size, inter = moe.expert_intermediate, count = moe.num_experts;
+    const bool gated = c.mlp == model::MlpKind::silu_gated;
+    l.router = float_matrix(p + "gate.weight", count, hidden);
+    l.experts.resize(static_cast<size_t>(count));
+    // transformers 5 saves each projection of all experts as one 3-D tensor
+    // (gate and up stacked in gate_up_proj); earlier checkpoints and GGUF
+    // files (model/gguf_model.cpp splits them) have one tensor per expert.
+    const model::TensorView* gate_up = checkpoint_.find(p + "experts.gate_up_proj");
+    const model::TensorView* down = checkpoint_.find(p + "experts.down_proj");
+    if (gate_up != nullptr || down != nullptr) {
+        const model::TensorView& gu = checkpoint_.require(p + "experts.gate_up_proj", {count, (gated ? 2 : 1) * inter, hidden});
+        const model::TensorView& d = checkpoint_.require(p + "experts.down_proj", {count, hidden, inter});
+        // Expert e's rows of a 3-D tensor: a view `rows` rows into its block.
+        auto slice = [](const model::TensorView& t, int64_t e, int64_t first_row, int64_t rows, int64_t cols) {
+            model::TensorView v = t;
+            const size_t element = model::dtype_bytes(t.dtype);
+            const size_t per_expert = static_cast<size_t>(t.shape[1] * t.shape[2]) * element;
+            v.data = t.data + static_cast<size_t>(e) * per_expert + static_cast<size_t>(first_row * cols) * element;
+            v.bytes = static_cast<size_t>(rows * cols) * element;
+            v.shape = {rows, cols};
+            return v;
+        };
+        for (int64_t e = 0; e < count; ++e) {
+            ExpertWeights& x = l.experts[static_cast<size_t>(e)];
+            const std::string name = p + "experts[" + std::to_string(e) + "]";
+            if (gated) x.w_gate = matrix(slice(gu, e, 0, inter, hidden), name + ".gate", inter, hidden);
+            x.w_up = matrix(slice(gu, e, gated ? inter : 0, inter, hidden), name + ".up", inter, hidden);
+            x.w_down = matrix(slice(d, e, 0, hidden, inter), name + ".down", hidden, inter);
+        }
+        return;
+    }
+    for (int64_t e = 0; e < count; ++e) {
+        ExpertWeights& x = l.experts[static_cast<size_t>(e)];
+        const std::string q = p + "experts." + std::to_string(e) + ".";
+        if (gated) x.w_gate = matrix(q + "gate_proj.weight", inter, hidden);
+        x.w_up = matrix(q + "up_proj.weight", inter, hidden);
+        x.w_down = matrix(q + "down_proj.weight", hidden, inter);
+    }
+}
+
 void Weights::load_decoder_layers() {
     const model::ModelConfig& c = config_;
     const int64_t hidden = c.hidden_size;
@@ -306,8 +369,12 @@ void Weights::load_decoder_layers() {
         load_attention(l, p + "self_attn.");
         l.mlp_norm = norm(p + "post_attention_layernorm.weight", hidden);
         if (layer_norm) l.mlp_norm_bias = vector(p + "post_attention_layernorm.bias", hidden);
-        load_mlp(l, p + "mlp.");
-        layers_.push_back(l);
+        if (c.has_experts(i)) {
+            load_experts(l, p + "mlp.");
+        } else {
+            load_mlp(l, p + "mlp.");
+        }
+        layers_.push_back(std::move(l));
     }
 }
 
@@ -364,7 +431,11 @@ void Weights::embed(int32_t token, float* out) const {
     for (size_t i = 0; i < hidden; ++i) out[i] = element(*embed_, static_cast<size_t>(token) * hidden + i);
 }
 
-size_t Weights::matmul_bytes() const {
+size_t Weights::matmul_bytes() const { return matrix_bytes(false); }
+
+size_t Weights::active_matmul_bytes() const { return matrix_bytes(true); }
+
+size_t Weights::matrix_bytes(bool active_only) const {
     auto bytes = [](const WeightMatrix& m) {
         if (kernels::is_quantized(m.format))
             return kernels::quant_kernel_matrix_bytes(kernels::quant_type(m.format), m.rows, m.cols);
@@ -375,16 +446,25 @@ size_t Weights::matmul_bytes() const {
         }
     };
     size_t total = 0;
-    for (const WeightMatrix* m : matrices()) total += bytes(*m);
+    for (const WeightMatrix* m : matrices(active_only)) total += bytes(*m);
     return total;
 }
 
-std::vector<const WeightMatrix*> Weights::matrices() const {
+std::vector<const WeightMatrix*> Weights::matrices(bool active_experts_only) const {
     std::vector<const WeightMatrix*> all{&lm_head_};
     for (const LayerWeights& l : layers_) {
         for (const WeightMatrix* m :
-             {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.in_proj, &l.out_proj}) {
+             {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.in_proj, &l.out_proj, &l.router}) {
             if (m->rows > 0) all.push_back(m);
+        }
+        // A token reads experts_per_token experts; they are alike in size,
+        // so the first ones stand for whichever it picks.
+        const size_t experts = active_experts_only ? std::min<size_t>(l.experts.size(), config_.moe.experts_per_token)
+                                                   : l.experts.size();
+        for (size_t e = 0; e < experts; ++e) {
+            for (const WeightMatrix* m : {&l.experts[e].w_gate, &l.experts[e].w_up, &l.experts[e].w_down}) {
+                if (m->rows > 0) all.push_back(m);
+            }
         }
     }
     return all;

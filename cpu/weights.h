@@ -33,6 +33,14 @@ namespace tf::cpu {
 
 using kernels::WeightMatrix;
 
+// One expert of a mixture: a SwiGLU MLP (Qwen3-MoE) or a squared-ReLU one
+// without a gate (NemotronH), of the experts' own inner width.
+struct ExpertWeights {
+    WeightMatrix w_gate;  // (expert_intermediate, hidden); absent for squared-ReLU experts
+    WeightMatrix w_up;    // (expert_intermediate, hidden)
+    WeightMatrix w_down;  // (hidden, expert_intermediate)
+};
+
 // One layer. A decoder layer (Llama, Qwen, Nemotron) fills the attention
 // and MLP parts; a NemotronH layer fills one mixer: attention (its norm in
 // attn_norm), MLP (its norm in mlp_norm) or Mamba2 (its norm in attn_norm).
@@ -57,6 +65,14 @@ struct LayerWeights {
     WeightMatrix w_down;               // (hidden, intermediate)
     const float* up_bias = nullptr;    // (intermediate), when config.mlp_bias
     const float* down_bias = nullptr;  // (hidden), when config.mlp_bias
+
+    // Experts (config.has_experts), in place of the MLP, under mlp_norm. The
+    // router is fp32 whatever the checkpoint or --quantize says (exact for
+    // bf16/f16 sources): which experts a token reads must not move with the
+    // weight format.
+    WeightMatrix router;                  // (num_experts, hidden), f32_split
+    const float* router_bias = nullptr;   // (num_experts): a sigmoid router's selection bias
+    std::vector<ExpertWeights> experts;   // num_experts
 
     // Mamba2 (kind == mamba), with H heads, inner = H * P, conv_dim and K as
     // in MambaConfig.
@@ -98,9 +114,12 @@ public:
     // The embedding's row `token` as fp32 (hidden floats).
     void embed(int32_t token, float* out) const;
 
-    // Bytes of weights one forward pass reads in the matmuls (the decode
-    // roofline: these bytes / memory bandwidth).
+    // Bytes of weights the matmuls hold: every matrix, every expert.
     size_t matmul_bytes() const;
+    // Bytes one token's forward reads in the matmuls (the decode roofline:
+    // these bytes / memory bandwidth): matmul_bytes() but for a mixture,
+    // only experts_per_token of each layer's experts (and the routers).
+    size_t active_matmul_bytes() const;
     // Milliseconds load() spent rearranging matrices for the kernels (the
     // bf16 tiling, f16/f32 conversion), inside the whole load time.
     double prepare_ms() const { return prepare_ms_; }
@@ -113,6 +132,11 @@ public:
 
 private:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
+    // The same from a view (a slice of a 3-D expert tensor); `name` for messages.
+    WeightMatrix matrix(const model::TensorView& t, const std::string& name, int64_t rows, int64_t cols);
+    // An fp32 matrix whatever the source dtype and --quantize (routers).
+    WeightMatrix float_matrix(const std::string& name, int64_t rows, int64_t cols);
+    WeightMatrix f32_split_matrix(const model::TensorView& t, int64_t rows, int64_t cols);
     WeightMatrix quantized_matrix(const model::TensorView& t, model::QuantType type, int32_t rows, int32_t cols);
     WeightMatrix repacked_matrix(const uint8_t* gguf_rows, model::QuantType type, int32_t rows, int32_t cols,
                                  const std::string& name);
@@ -124,8 +148,12 @@ private:
     void load_attention(LayerWeights& l, const std::string& prefix);
     void load_mlp(LayerWeights& l, const std::string& prefix);
     void load_decoder_layers();
+    // The router and experts under `p` ("model.layers.3.mlp."): one tensor
+    // per expert and projection, or the fused 3-D forms transformers 5 saves.
+    void load_experts(LayerWeights& l, const std::string& p);
     void load_nemotron_h_layers(const std::string& prefix);
-    std::vector<const WeightMatrix*> matrices() const;
+    std::vector<const WeightMatrix*> matrices(bool active_experts_only = false) const;
+    size_t matrix_bytes(bool active_experts_only) const;
 
     model::ModelConfig config_;
     model::Checkpoint checkpoint_;

@@ -97,6 +97,55 @@ inline void matmul(MatmulFn kernel, ThreadPool& pool, const void* xs, int32_t M,
     });
 }
 
+// One block of input rows with the jobs that read it: for a mixture of
+// experts, the rows routed to one expert and that expert's matrices.
+struct MatmulBatch {
+    const void* xs;  // M rows, packed for the jobs' kernel
+    int32_t M;
+    MatmulJob jobs[2];
+    int32_t job_count;
+};
+
+// A batch's share of the work: columns [n_begin, n_end) of one job.
+struct MatmulUnit {
+    int32_t batch, job, n_begin, n_end;
+};
+
+// Runs every batch (each its own input and M) in one parallel region:
+// column groups of all batches' jobs go to threads, so the experts of a
+// layer cost one fork-join instead of one each. `units` is scratch kept by
+// the caller. Each output element is still one kernel call's reduction over
+// K, so batch invariance holds as in matmul().
+inline void matmul_batches(MatmulFn kernel, ThreadPool& pool, const std::vector<MatmulBatch>& batches,
+                           std::vector<MatmulUnit>& units) {
+    constexpr int32_t kGroup = kMatmulColumnGroup;
+    units.clear();
+    for (int32_t b = 0; b < static_cast<int32_t>(batches.size()); ++b) {
+        const MatmulBatch& batch = batches[b];
+        if (batch.M == 0) continue;
+        for (int32_t j = 0; j < batch.job_count; ++j) {
+            const MatmulJob& job = batch.jobs[j];
+            assert(job.w->stride == batch.jobs[0].w->stride);  // one input for the batch's jobs
+            assert(job.w->stride % 32 == 0 && job.w->stride >= job.w->cols);
+            assert(job.ldo >= job.w->rows);
+            for (int32_t n = 0; n < job.w->rows; n += kGroup) units.push_back({b, j, n, std::min(n + kGroup, job.w->rows)});
+        }
+    }
+    pool.parallel_for(static_cast<int64_t>(units.size()), [&](int64_t begin, int64_t end) {
+        // Neighbouring units of one job become one kernel call.
+        for (int64_t u = begin; u < end;) {
+            const MatmulUnit& first = units[u];
+            int32_t n_end = first.n_end;
+            int64_t next = u + 1;
+            while (next < end && units[next].batch == first.batch && units[next].job == first.job) n_end = units[next++].n_end;
+            const MatmulBatch& batch = batches[first.batch];
+            const MatmulJob& job = batch.jobs[first.job];
+            kernel(batch.xs, batch.M, *job.w, first.n_begin, n_end, job.out, job.ldo);
+            u = next;
+        }
+    });
+}
+
 // The float path's kernel on rows packed by kernels.pack_rows
 // (kernels.row_bytes(K) bytes apart).
 inline void matmul(const KernelTable& kernels, ThreadPool& pool, const void* xs, int32_t M,
