@@ -7,6 +7,7 @@
 
 #include <functional>
 
+#include "cpu/weights.h"
 #include "gguf_writer.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
@@ -246,6 +247,28 @@ TEST(GgufMoe, TheRouterIsHandedOnInF32WhateverTheFileStores) {
         const auto* weights = reinterpret_cast<const float*>(router->data);
         for (int i = 0; i < 4 * 64; ++i) ASSERT_EQ(weights[i], expected) << ggml_type_name(type) << " weight " << i;
     }
+}
+
+// Through the CPU weight loader, which takes routers in float types only: a
+// Q8_0 router arrives there already dequantized, and a dense layer between
+// sparse ones loads as a dense MLP.
+TEST(GgufMoe, AFileWithAQuantizedRouterAndADenseLayerLoads) {
+    TempDir dir;
+    MoeFile o;
+    o.router_type = ggml_type::q8_0;
+    o.dense_layer = 0;
+    const std::string path = dir.str() + "/moe.gguf";
+    moe_writer(o).write(path);
+    auto weights = cpu::Weights::load(path);
+    EXPECT_EQ(weights->config().architecture, "Qwen3MoeForCausalLM");
+    EXPECT_EQ(weights->config().sparse_layers, (std::vector<bool>{false, true}));
+    EXPECT_EQ(weights->config().moe.num_experts, 4);
+    EXPECT_TRUE(weights->layers()[0].experts.empty());
+    EXPECT_EQ(weights->layers()[0].w_up.rows, 128);
+    ASSERT_EQ(weights->layers()[1].experts.size(), 4u);
+    EXPECT_EQ(weights->layers()[1].router.rows, 4);
+    EXPECT_EQ(weights->layers()[1].experts[3].w_down.rows, 64);
+    EXPECT_EQ(weights->layers()[1].experts[3].w_down.cols, 32);
 }
 
 TEST(GgufMoeRefusal, ARouterTypeWithoutAReaderNamesTheRouter) {
