@@ -14,8 +14,8 @@ namespace {
 // The per-layer tensors of a sparse layer that the forward reads; any other
 // layer tensor that speaks of experts is a variant it does not run.
 constexpr const char* kExpertTensors[] = {
-    "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight",
-    "ffn_gate_up_exps.weight",
+    "ffn_gate_inp.weight",  "ffn_gate_exps.weight",    "ffn_up_exps.weight",
+    "ffn_down_exps.weight", "ffn_gate_up_exps.weight",
 };
 constexpr const char* kDenseTensors[] = {"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
 
@@ -70,7 +70,8 @@ void refuse_variants(const GgufFile& f, const std::string& k) {
         bool known = false;
         for (const char* name : kExpertTensors) known = known || parts->second == name;
         if (!known) {
-            throw LoadError(t.file + ": tensor " + t.name + " is not one tensorfold's Qwen3-MoE reads (shared experts, " +
+            throw LoadError(t.file + ": tensor " + t.name +
+                            " is not one tensorfold's Qwen3-MoE reads (shared experts, " +
                             "router or expert biases and per-expert scales are not supported)");
         }
     }
@@ -94,7 +95,8 @@ void read_gguf_experts(const GgufFile& f, const std::string& arch, ModelConfig& 
     } else {
         m.expert_intermediate = c.intermediate_size / m.experts_per_token;
         if (m.expert_intermediate == 0) {
-            throw LoadError(f.path() + ": " + k + "expert_feed_forward_length is missing and feed_forward_length / "
+            throw LoadError(f.path() + ": " + k +
+                            "expert_feed_forward_length is missing and feed_forward_length / "
                             "expert_used_count is 0");
         }
     }
@@ -124,8 +126,8 @@ void read_gguf_experts(const GgufFile& f, const std::string& arch, ModelConfig& 
                             "ffn_gate_inp.weight) and a dense MLP (" + dense + ")");
         }
         if (!router && dense.empty()) {
-            throw LoadError(f.path() + ": tensor " + blk + "ffn_gate_inp.weight is missing (layer " + std::to_string(i) +
-                            " has neither experts nor a dense MLP)");
+            throw LoadError(f.path() + ": tensor " + blk + "ffn_gate_inp.weight is missing (layer " +
+                            std::to_string(i) + " has neither experts nor a dense MLP)");
         }
         if (router && static_cast<uint64_t>(i) < leading_dense) {
             throw LoadError(f.path() + ": " + k + "leading_dense_block_count is " + std::to_string(leading_dense) +
@@ -170,8 +172,8 @@ void add_expert_views(const TensorView& stacked, const ModelConfig& config, std:
     const int64_t rows = stacked.shape[1], cols = stacked.shape[2];
     const size_t expert_bytes = stacked.bytes / static_cast<size_t>(experts);
     const bool fused = rest == "ffn_gate_up_exps.weight";
-    if (rows <= 0 || stacked.bytes % static_cast<size_t>(experts) != 0 || expert_bytes % static_cast<size_t>(rows) != 0 ||
-        (fused && rows % 2 != 0)) {
+    if (rows <= 0 || stacked.bytes % static_cast<size_t>(experts) != 0 ||
+        expert_bytes % static_cast<size_t>(rows) != 0 || (fused && rows % 2 != 0)) {
         throw LoadError(stacked.file + ": tensor " + name + " of shape " + shape_text(stacked.shape) + " holds " +
                         std::to_string(stacked.bytes) + " bytes, which do not split into " + std::to_string(experts) +
                         " experts of whole rows" + (fused ? " (an even number: gate, then up)" : ""));
@@ -180,14 +182,15 @@ void add_expert_views(const TensorView& stacked, const ModelConfig& config, std:
     auto add = [&](int64_t e, const char* proj, int64_t first_row, int64_t count) {
         TensorView v = stacked;
         v.name = "model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
-        v.stored_name = name + ", expert " + std::to_string(e) +
-                        (fused ? std::string(", ") + proj : std::string());
+        v.stored_name = name + ", expert " + std::to_string(e) + (fused ? std::string(", ") + proj : std::string());
         v.shape = {count, cols};
         v.data = stacked.data + static_cast<size_t>(e) * expert_bytes + static_cast<size_t>(first_row) * row_bytes;
         v.bytes = static_cast<size_t>(count) * row_bytes;
         if (!out.emplace(v.name, v).second) throw LoadError(stacked.file + ": tensor " + v.name + " is given twice");
     };
-    const char* proj = rest == "ffn_gate_exps.weight" ? "gate_proj" : rest == "ffn_up_exps.weight" ? "up_proj" : "down_proj";
+    const char* proj = rest == "ffn_gate_exps.weight" ? "gate_proj"
+                       : rest == "ffn_up_exps.weight" ? "up_proj"
+                                                      : "down_proj";
     for (int64_t e = 0; e < experts; ++e) {
         if (fused) {
             // The converter's fused form: each expert's gate rows, then its up rows.
@@ -203,7 +206,8 @@ TensorView router_in_f32(TensorView router, std::vector<std::vector<std::byte>>&
     if (router.dtype == DType::f32) return router;
     const std::string named = router.stored_name + " (the router)";
     if (router.shape.size() != 2) {
-        throw LoadError(router.file + ": tensor " + named + " has shape " + shape_text(router.shape) + ", expected a matrix");
+        throw LoadError(router.file + ": tensor " + named + " has shape " + shape_text(router.shape) +
+                        ", expected a matrix");
     }
     const int64_t rows = router.shape[0], cols = router.shape[1];
     std::vector<std::byte>& copy = copies.emplace_back(static_cast<size_t>(rows * cols) * sizeof(float));
@@ -211,16 +215,16 @@ TensorView router_in_f32(TensorView router, std::vector<std::vector<std::byte>>&
     if (router.quant) {
         const size_t row_bytes = quant_row_bytes(*router.quant, cols);
         if (router.bytes != row_bytes * static_cast<size_t>(rows)) {
-            throw LoadError(router.file + ": tensor " + named + " holds " + std::to_string(router.bytes) + " bytes, not " +
-                            std::to_string(rows) + " rows of " + std::to_string(row_bytes));
+            throw LoadError(router.file + ": tensor " + named + " holds " + std::to_string(router.bytes) +
+                            " bytes, not " + std::to_string(rows) + " rows of " + std::to_string(row_bytes));
         }
         for (int64_t r = 0; r < rows; ++r) {
             dequantize_row(*router.quant, router.data + static_cast<size_t>(r) * row_bytes, cols, out + r * cols);
         }
     } else if (router.dtype == DType::bf16 || router.dtype == DType::f16) {
         if (router.bytes != static_cast<size_t>(rows * cols) * 2) {
-            throw LoadError(router.file + ": tensor " + named + " holds " + std::to_string(router.bytes) + " bytes, not " +
-                            std::to_string(rows * cols) + " 16-bit weights");
+            throw LoadError(router.file + ": tensor " + named + " holds " + std::to_string(router.bytes) +
+                            " bytes, not " + std::to_string(rows * cols) + " 16-bit weights");
         }
         for (int64_t i = 0; i < rows * cols; ++i) {
             uint16_t bits;

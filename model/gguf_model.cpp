@@ -86,14 +86,14 @@ std::string hf_name(const std::string& gguf) {
         if (gguf == from) return to;
     }
     static const std::pair<const char*, const char*> kLayer[] = {
-        {"attn_norm.weight", "input_layernorm.weight"},   {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_k.weight", "self_attn.k_proj.weight"},      {"attn_v.weight", "self_attn.v_proj.weight"},
         {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
-        {"attn_k.bias", "self_attn.k_proj.bias"},         {"attn_v.bias", "self_attn.v_proj.bias"},
-        {"attn_output.bias", "self_attn.o_proj.bias"},    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+        {"attn_k.bias", "self_attn.k_proj.bias"},          {"attn_v.bias", "self_attn.v_proj.bias"},
+        {"attn_output.bias", "self_attn.o_proj.bias"},     {"attn_q_norm.weight", "self_attn.q_norm.weight"},
         {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},      {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"},     {"ffn_gate_inp.weight", "mlp.gate.weight"},
+        {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
+        {"ffn_down.weight", "mlp.down_proj.weight"},       {"ffn_gate_inp.weight", "mlp.gate.weight"},
     };
     if (gguf.rfind("blk.", 0) == 0) {
         const size_t dot = gguf.find('.', 4);
@@ -294,7 +294,8 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
             add_expert_views(view, config, tensors);
             continue;
         }
-        if (config.moe.enabled() && t.name.ends_with(".ffn_gate_inp.weight")) view = router_in_f32(std::move(view), owner->copies);
+        if (config.moe.enabled() && t.name.ends_with(".ffn_gate_inp.weight"))
+            view = router_in_f32(std::move(view), owner->copies);
         tensors.emplace(view.name, std::move(view));
     }
     return Checkpoint::adopt(file->path(), std::move(tensors), std::move(owner));

@@ -30,8 +30,10 @@ ModelConfig gguf_model_config(const GgufFile& file);
 // The tensors the loader reads, renamed ("blk.3.attn_q.weight" ->
 // "model.layers.3.self_attn.q_proj.weight") with shapes in the Hugging Face
 // order ([rows, cols]); a layer's stacked experts as one matrix per expert
-// ("blk.3.ffn_up_exps.weight" -> "model.layers.3.mlp.experts.E.up_proj.weight"). Unpermuted llama Q/K rows are the only copy; every
-// other tensor points into the mapping, which the checkpoint keeps alive.
+// ("blk.3.ffn_up_exps.weight" -> "model.layers.3.mlp.experts.E.up_proj.weight").
+// Unpermuted llama Q/K rows, Q5_0 blocks held as Q8_0 and routers not stored
+// in F32 are copies; every other tensor points into the mapping, which the
+// checkpoint keeps alive.
 Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConfig& config);
 
 // Q5_0 blocks ({fp16 d; u32 qh; u8 qs[16]}: 32 weights d * (q - 16), q of

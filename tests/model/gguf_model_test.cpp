@@ -294,8 +294,8 @@ std::string make_moe(const std::string& out) {
     const std::string command = std::string(TF_MAKE_CHECKPOINT) +
                                 " --preset tiny-qwen3-moe --hidden 64 --layers 3 --heads 4 --kv-heads 2 --head-dim 16"
                                 " --intermediate 128 --experts 8 --experts-per-token 2 --expert-intermediate 32"
-                                " --mlp-only-layers '' --vocab 8192 --tied true --tokenizer-from " + tinycode_dir() +
-                                " --seed 7 --out " + out + " > /dev/null";
+                                " --mlp-only-layers '' --vocab 8192 --tied true --tokenizer-from " +
+                                tinycode_dir() + " --seed 7 --out " + out + " > /dev/null";
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     return out;
 }
@@ -382,8 +382,8 @@ TEST(GgufMoeModel, TheQ8_0FilesExpertRowsAreTheDirectorysWithinAStep) {
     for (int layer = 0; layer < 3; ++layer) {
         for (int e = 0; e < 8; ++e) {
             for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
-                const std::string name =
-                    "model.layers." + std::to_string(layer) + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
+                const std::string name = "model.layers." + std::to_string(layer) + ".mlp.experts." + std::to_string(e) +
+                                         "." + proj + ".weight";
                 const TensorView* q = gguf.find(name);
                 const TensorView* exact = hf.find(name);
                 ASSERT_TRUE(q && exact) << name;
@@ -453,7 +453,8 @@ void expect_moe_llamacpp_greedy(const std::string& name) {
     int agreed_whole = 0, compared = 0, by_routing = 0;
     for (const Reference& r : references(name)) {
         std::vector<std::vector<float>> logits;
-        const std::vector<int32_t> ours = greedy(*backend, r.prompt_ids, static_cast<int>(r.greedy_ids.size()), &logits);
+        const std::vector<int32_t> ours =
+            greedy(*backend, r.prompt_ids, static_cast<int>(r.greedy_ids.size()), &logits);
         size_t step = 0;
         while (step < ours.size() && ours[step] == r.greedy_ids[step]) ++step;
         compared += static_cast<int>(step);
@@ -477,8 +478,10 @@ void expect_moe_llamacpp_greedy(const std::string& name) {
         EXPECT_LT(margin, kNearTie) << name << " record " << r.record << " step " << step << ": ours " << ours[step]
                                     << " over llama.cpp's " << first.first << " in both our forwards";
     }
-    std::printf("%s: %d of the references agree on all 48 ids; %d ids compared; %d partings judged by the other activations' forward\n",
-                name.c_str(), agreed_whole, compared, by_routing);
+    std::printf(
+        "%s: %d of the references agree on all 48 ids; %d ids compared; %d partings judged by the other activations' "
+        "forward\n",
+        name.c_str(), agreed_whole, compared, by_routing);
 }
 
 TEST(GgufMoeModel, Bf16GreedyIsLlamaCppsUpToANearTie) { expect_moe_llamacpp_greedy("tiny-qwen3-moe-bf16.gguf"); }

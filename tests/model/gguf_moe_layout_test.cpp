@@ -31,7 +31,7 @@ struct MoeFile {
     bool expert_ff_key = true;  // write qwen3moe.expert_feed_forward_length
     uint64_t expert_ff = kExpertFf;
     uint32_t experts_per_token = 2;
-    std::string leave_out;      // a tensor not written
+    std::string leave_out;                  // a tensor not written
     std::function<void(GgufWriter&)> more;  // extra keys or tensors
 };
 
@@ -178,8 +178,10 @@ TEST(GgufMoe, EachExpertIsAViewOfItsRowsInTheStackedTensor) {
             if (!down) {
                 EXPECT_EQ(v->bytes, 32 * row_bytes) << name;
             }
-            EXPECT_NE(v->stored_name.find("blk.1.ffn_" + std::string(proj) + "_exps.weight, expert " + std::to_string(e)),
-                      std::string::npos) << v->stored_name;
+            EXPECT_NE(
+                v->stored_name.find("blk.1.ffn_" + std::string(proj) + "_exps.weight, expert " + std::to_string(e)),
+                std::string::npos)
+                << v->stored_name;
         }
         // The stacked tensor itself is not handed on under any name.
         EXPECT_EQ(ckpt.find("blk.1.ffn_" + std::string(proj) + "_exps.weight"), nullptr);
@@ -276,9 +278,7 @@ TEST(GgufMoeRefusal, ARouterTypeWithoutAReaderNamesTheRouter) {
     MoeFile o;
     // Q4_1 (type 3), a real ggml type tensorfold has no reader for; the
     // writer does not know its size: 4 rows of two 20-byte blocks.
-    o.more = [](GgufWriter& w) {
-        w.tensor({"blk.0.ffn_gate_inp.weight", {kHidden, kExperts}, 3, {}, 4 * 2 * 20, {}});
-    };
+    o.more = [](GgufWriter& w) { w.tensor({"blk.0.ffn_gate_inp.weight", {kHidden, kExperts}, 3, {}, 4 * 2 * 20, {}}); };
     o.leave_out = "blk.0.ffn_gate_inp.weight";
     auto file = std::make_shared<const GgufFile>(open_moe(dir, o));
     try {
@@ -302,8 +302,11 @@ TEST(GgufMoeRefusal, VariantsTheForwardDoesNotRunAreRefusedByName) {
          "leading_dense_block_count is 1 but layer 0 has a router"},
         {[](GgufWriter& w) { w.tensor("blk.1.ffn_gate_inp_shexp.weight", {kHidden}); },
          "tensor blk.1.ffn_gate_inp_shexp.weight is not one"},
-        {[](GgufWriter& w) { w.tensor("blk.0.exp_probs_b.bias", {kExperts}); }, "tensor blk.0.exp_probs_b.bias is not one"},
-        {[](GgufWriter& w) { w.tensor("blk.0.ffn_up.weight", {kHidden, 128}); },
+        {[](GgufWriter& w) { w.tensor("blk.0.exp_probs_b.bias", {kExperts}); },
+         "tensor blk.0.exp_probs_b.bias is not one"},
+        {[](GgufWriter& w) {
+             w.tensor("blk.0.ffn_up.weight", {kHidden, 128});
+         },
          "layer 0 has both a router (blk.0.ffn_gate_inp.weight) and a dense MLP (blk.0.ffn_up.weight)"},
     };
     for (const auto& [more, needle] : cases) {
@@ -346,8 +349,10 @@ TEST(GgufMoeRefusal, AStackedTensorOfAnotherExpertCountIsNamed) {
         ADD_FAILURE() << "accepted";
     } catch (const LoadError& e) {
         const std::string message = e.what();
-        EXPECT_EQ(message.rfind(file->path() + ": tensor blk.0.ffn_up_exps.weight has shape [3, 32, 64], expected [4,", 0),
-                  0u) << message;
+        EXPECT_EQ(
+            message.rfind(file->path() + ": tensor blk.0.ffn_up_exps.weight has shape [3, 32, 64], expected [4,", 0),
+            0u)
+            << message;
     }
 }
 
