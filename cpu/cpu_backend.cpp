@@ -262,6 +262,8 @@ void CpuBackend::forward(std::span<const model::Row> rows, std::span<const model
         kernels::rope_angles(inv_freq_.data(), half, rows[m].position, row_of(cos_, m, half), row_of(sin_, m, half));
     }
     if (c.recurrent()) begin_recurrent_rounds(rows);
+    experts_read_ = 0;
+    expert_layers_run_ = 0;
     const auto& layers = weights_->layers();
     for (int32_t layer = 0; layer < c.num_layers; ++layer) {
         const LayerWeights& l = layers[layer];

@@ -79,6 +79,11 @@ public:
     // Bytes of KV one position of a stream takes (0 for a model without attention layers).
     size_t kv_bytes_per_token() const;
     int threads() const { return pool_.size(); }
+    // The experts the last forward read, on average over its expert layers
+    // (0 for a model without experts): what a round of its rows cost.
+    double experts_touched() const {
+        return expert_layers_run_ > 0 ? static_cast<double>(experts_read_) / expert_layers_run_ : 0.0;
+    }
     const Weights& weights() const { return *weights_; }
 
 private:
@@ -146,7 +151,8 @@ private:
     std::vector<int32_t> expert_first_, expert_next_, route_slot_, slot_row_;
     std::vector<kernels::MatmulBatch> matmul_batches_;
     std::vector<kernels::MatmulUnit> matmul_units_;
-    int32_t distinct_experts_ = 0;  // experts the last expert layer's round touched
+    int64_t experts_read_ = 0;      // distinct experts summed over the expert layers of the last forward
+    int32_t expert_layers_run_ = 0;
     std::vector<kernels::AttentionRow> attention_rows_;
     std::vector<float> logits_;        // output rows' logits when some only sample
     std::vector<int32_t> output_rows_;  // per output row: its index in the forward

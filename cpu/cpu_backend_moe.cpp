@@ -66,8 +66,8 @@ void CpuBackend::moe_block(const LayerWeights& l, int32_t M) {
             }
         }
     }
-    distinct_experts_ = 0;
-    for (int32_t e = 0; e < n_experts; ++e) distinct_experts_ += expert_first_[e + 1] > expert_first_[e] ? 1 : 0;
+    for (int32_t e = 0; e < n_experts; ++e) experts_read_ += expert_first_[e + 1] > expert_first_[e] ? 1 : 0;
+    ++expert_layers_run_;
 
     // Each slot's input: its row packed for the experts' first matrices
     // (all experts of a layer share a format), packed once per row.

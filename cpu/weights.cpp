@@ -473,12 +473,19 @@ std::vector<const WeightMatrix*> Weights::matrices(bool active_experts_only) con
 std::string Weights::summary() const {
     char text[320];
     const double mib = static_cast<double>(matmul_bytes()) / (1 << 20);
+    // A mixture holds every expert in memory and reads k of them a token.
+    std::string experts;
+    if (config_.moe.enabled()) {
+        std::snprintf(text, sizeof text, "; %d experts, %d a token: %.0f MiB read a token", config_.moe.num_experts,
+                      config_.moe.experts_per_token, static_cast<double>(active_matmul_bytes()) / (1 << 20));
+        experts = text;
+    }
     if (!options_.quantize || repacked_ == matrices_expected_) {
         // "repacked": a GGUF's blocks, only rearranged into the kernels' tiles.
         const char* how = repacked_ > 0 ? "repacked" : source_dtype_ == "bf16" ? "tiled" : "converted";
-        std::snprintf(text, sizeof text, "%s weights %.0f MiB (%s in %.0f ms)", source_dtype_.c_str(), mib, how,
+        std::snprintf(text, sizeof text, "%s weights %.0f MiB (%s in %.0f ms", source_dtype_.c_str(), mib, how,
                       prepare_ms_);
-        return text;
+        return text + experts + ")";
     }
     const char* type = model::quant_type_name(*options_.quantize);
     std::snprintf(text, sizeof text, "%s weights %.0f MiB (quantized from %s in %.1f s", type, mib, source_dtype_.c_str(),
@@ -491,7 +498,7 @@ std::string Weights::summary() const {
     }
     if (fallback_bf16_ > 0) out += matrices(fallback_bf16_) + " unquantized: rows not a multiple of 32";
     if (repacked_ > 0) out += matrices(repacked_) + " kept in the file's own quantized types";
-    return out + ")";
+    return out + experts + ")";
 }
 
 }  // namespace tf::cpu

@@ -78,7 +78,10 @@ Calibration measure_cost_curve(model::Backend& backend, const CalibrationOptions
     model::RowOutputs outputs;
     const model::SamplingParams greedy{.temperature = 0.0f};
     // Any valid ids do: cost does not depend on which tokens run. Every timed
-    // row samples a token, as a verified draft's rows do.
+    // row samples a token, as a verified draft's rows do. A mixture of
+    // experts is the exception: M distinct ids route to about as many
+    // experts as M unrelated tokens, more than a draft's consecutive tokens
+    // usually share, so its curve is an upper bound (docs/design.md).
     auto timed_forward = [&](int32_t m) {
         rows.clear();
         for (int32_t i = 0; i < m; ++i) rows.push_back({options.scratch, context + i, (i * 17 + 3) % vocab, false, 0});

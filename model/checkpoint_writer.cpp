@@ -93,6 +93,20 @@ json nemotron_h_config(const CheckpointSpec& s) {
     c["time_step_max"] = 0.1;
     c["chunk_size"] = 128;
     c["residual_in_fp32"] = false;
+    // Only a pattern with E layers carries the MoE fields: llama.cpp's
+    // converter takes num_experts_per_tok as the sign of nemotron_h_moe.
+    if (s.hybrid_pattern.find('E') != std::string::npos) {
+        c["n_routed_experts"] = s.num_experts;
+        c["num_experts_per_tok"] = s.experts_per_token;
+        c["moe_intermediate_size"] = s.expert_intermediate;
+        c["moe_shared_expert_intermediate_size"] = s.shared_expert_intermediate;
+        c["n_shared_experts"] = 1;
+        c["n_group"] = s.expert_groups;
+        c["topk_group"] = s.top_groups;
+        c["norm_topk_prob"] = s.norm_topk_prob;
+        c["routed_scaling_factor"] = s.routed_scaling_factor;
+        c["moe_latent_size"] = s.moe_latent_size > 0 ? json(s.moe_latent_size) : json(nullptr);
+    }
     return c;
 }
 
@@ -111,11 +125,11 @@ json nemotron_config(const CheckpointSpec& s) {
 json config_json(const CheckpointSpec& s) {
     if (is_nemotron_h(s)) return nemotron_h_config(s);
     if (is_nemotron(s)) return nemotron_config(s);
-    const char* model_type = s.architecture == "Qwen3ForCausalLM"      ? "qwen3"
-                             : is_qwen3_moe(s)                         ? "qwen3_moe"
-                             : s.architecture == "Qwen2ForCausalLM"    ? "qwen2"
-                             : s.architecture == "MistralForCausalLM"  ? "mistral"
-                                                                       : "llama";
+    const char* model_type = s.architecture == "Qwen3ForCausalLM"     ? "qwen3"
+                             : is_qwen3_moe(s)                        ? "qwen3_moe"
+                             : s.architecture == "Qwen2ForCausalLM"   ? "qwen2"
+                             : s.architecture == "MistralForCausalLM" ? "mistral"
+                                                                      : "llama";
     json c = common_config(s, model_type, static_cast<size_t>(s.num_layers));
     c["rms_norm_eps"] = 1e-6;
     c["hidden_act"] = "silu";
@@ -239,11 +253,10 @@ uint16_t float_to_half(float value) {
 
 namespace {
 
-// A fused expert tensor's element is the per-expert tensor's element it
-// stands for: "model.layers.3.mlp.experts.gate_up_proj" [E, 2I, H] at
-// (e, r, c) is experts.e.gate_proj.weight (r < I) or up_proj.weight (r - I)
-// at (r, c), and down_proj [E, H, I] at (e, ...) is experts.e.down_proj.weight.
-// Empty name: `name` is not a fused expert tensor.
+// The per-expert element a fused one stands for: "...experts.gate_up_proj"
+// [E, 2I, H] at (e, r, c) is experts.e.gate_proj.weight (r < I) or
+// up_proj.weight (r - I) at (r, c); down_proj and NemotronH's up_proj at
+// (e, ...) are experts.e.*.weight. Empty name: not a fused expert tensor.
 struct PerExpertElement {
     std::string name;
     std::vector<int64_t> shape;
@@ -251,13 +264,14 @@ struct PerExpertElement {
 };
 
 PerExpertElement per_expert_element(const std::string& name, const std::vector<int64_t>& shape, uint64_t index) {
-    const bool gate_up = ends_with(name, ".experts.gate_up_proj"), down = ends_with(name, ".experts.down_proj");
-    if ((!gate_up && !down) || shape.size() != 3) return {};
+    const bool gate_up = ends_with(name, ".experts.gate_up_proj"), down = ends_with(name, ".experts.down_proj"),
+               up = ends_with(name, ".experts.up_proj");
+    if ((!gate_up && !down && !up) || shape.size() != 3) return {};
     const std::string prefix = name.substr(0, name.rfind('.') + 1);  // "...mlp.experts."
     const uint64_t per_expert = static_cast<uint64_t>(shape[1]) * static_cast<uint64_t>(shape[2]);
-    const uint64_t expert = index / per_expert, within = index % per_expert;
-    const std::string e = prefix + std::to_string(expert) + ".";
-    if (down) return {e + "down_proj.weight", {shape[1], shape[2]}, within};
+    const std::string e = prefix + std::to_string(index / per_expert) + ".";
+    const uint64_t within = index % per_expert;
+    if (down || up) return {e + (down ? "down_proj.weight" : "up_proj.weight"), {shape[1], shape[2]}, within};
     const int64_t inter = shape[1] / 2;
     const uint64_t half = static_cast<uint64_t>(inter) * static_cast<uint64_t>(shape[2]);
     if (within < half) return {e + "gate_proj.weight", {inter, shape[2]}, within};
@@ -288,6 +302,14 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
             return static_cast<float>(dt + std::log(-std::expm1(-dt)));
         }
         if (ends_with(name, ".mixer.D")) return static_cast<float>(1.0 + 0.5 * u);
+        // The sigmoid router at twice the usual scale: logits of a few units
+        // spread the scores, and larger ones would bunch them near 1. The
+        // correction bias is of the size of the gaps between scores, so it
+        // changes some choices and a test sees whether it is applied.
+        if (ends_with(name, ".mixer.gate.weight")) {
+            return static_cast<float>(2.0 * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
+        }
+        if (ends_with(name, ".mixer.gate.e_score_correction_bias")) return static_cast<float>(0.1 * u);
         if (name == "backbone.embeddings.weight") return static_cast<float>(0.5 * u);
         if (ends_with(name, "norm_f.weight")) return static_cast<float>(1.0 + 0.1 * u);
         if (ends_with(name, ".mixer.in_proj.weight")) {
@@ -299,9 +321,8 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
             return static_cast<float>(scale * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
         }
     }
-    // Routers: 3x the usual scale, so a token's routing logits spread over a
-    // few units and its top-k choice is rarely a near tie that rounding in
-    // another engine could flip.
+    // Routers at 3x the usual scale: a token's logits spread over a few units,
+    // so its top-k choice is rarely a near tie another engine's rounding flips.
     if (is_qwen3_moe(spec) && ends_with(name, ".mlp.gate.weight")) {
         return static_cast<float>(3.0 * u * std::sqrt(3.0 / static_cast<double>(shape.back())));
     }
@@ -319,8 +340,56 @@ float checkpoint_value(const CheckpointSpec& spec, const std::string& name, cons
 
 namespace {
 
+void check_nemotron_h_experts(const CheckpointSpec& s) {
+    auto refuse = [](const std::string& why) { throw std::invalid_argument("NemotronH E layers: " + why); };
+    if (s.num_experts <= 0) refuse("n_routed_experts must be positive (the pattern holds E)");
+    if (s.expert_intermediate <= 0) refuse("moe_intermediate_size must be positive");
+    // The published class always builds one shared expert.
+    if (s.shared_expert_intermediate <= 0) refuse("moe_shared_expert_intermediate_size must be positive");
+    if (s.moe_latent_size < 0) refuse("moe_latent_size must be positive, or 0 for none");
+    // Each group is ranked by its two best scores, so it needs two experts.
+    if (s.expert_groups <= 0 || s.num_experts % s.expert_groups != 0 || s.num_experts / s.expert_groups < 2) {
+        refuse("n_group " + std::to_string(s.expert_groups) + " must divide n_routed_experts " +
+               std::to_string(s.num_experts) + " into groups of 2 or more");
+    }
+    if (s.top_groups <= 0 || s.top_groups > s.expert_groups) {
+        refuse("topk_group " + std::to_string(s.top_groups) + " is not in 1.." + std::to_string(s.expert_groups));
+    }
+    const int32_t reachable = s.top_groups * (s.num_experts / s.expert_groups);
+    if (s.experts_per_token <= 0 || s.experts_per_token > reachable) {
+        refuse("num_experts_per_tok " + std::to_string(s.experts_per_token) + " is not in 1.." +
+               std::to_string(reachable) + " (the experts of topk_group groups)");
+    }
+}
+
+// An E layer's mixer: router and its correction bias, the latent
+// projections if any, the routed experts, the shared expert.
+void push_nemotron_h_experts(std::vector<TensorSpec>& t, const CheckpointSpec& s, const std::string& mixer) {
+    const int64_t hidden = s.hidden_size, experts = s.num_experts, inter = s.expert_intermediate,
+                  shared = s.shared_expert_intermediate, width = s.moe_latent_size > 0 ? s.moe_latent_size : hidden;
+    t.push_back({mixer + "gate.weight", {experts, hidden}});
+    t.push_back({mixer + "gate.e_score_correction_bias", {experts}});
+    if (s.moe_latent_size > 0) {
+        t.push_back({mixer + "fc1_latent_proj.weight", {width, hidden}});
+        t.push_back({mixer + "fc2_latent_proj.weight", {hidden, width}});
+    }
+    if (s.fused_experts) {
+        t.push_back({mixer + "experts.up_proj", {experts, inter, width}});
+        t.push_back({mixer + "experts.down_proj", {experts, width, inter}});
+    } else {
+        for (int64_t e = 0; e < experts; ++e) {
+            const std::string p = mixer + "experts." + std::to_string(e) + ".";
+            t.push_back({p + "up_proj.weight", {inter, width}});
+            t.push_back({p + "down_proj.weight", {width, inter}});
+        }
+    }
+    t.push_back({mixer + "shared_experts.up_proj.weight", {shared, hidden}});
+    t.push_back({mixer + "shared_experts.down_proj.weight", {hidden, shared}});
+}
+
 std::vector<TensorSpec> nemotron_h_tensors(const CheckpointSpec& s) {
     if (s.hybrid_pattern.empty()) throw std::invalid_argument("NemotronH: hybrid_override_pattern is empty");
+    if (s.hybrid_pattern.find('E') != std::string::npos) check_nemotron_h_experts(s);
     if (s.mamba_groups <= 0 || s.mamba_heads % s.mamba_groups != 0) {
         throw std::invalid_argument("NemotronH: mamba_num_heads must be a multiple of n_groups");
     }
@@ -350,9 +419,11 @@ std::vector<TensorSpec> nemotron_h_tensors(const CheckpointSpec& s) {
         } else if (kind == '-') {
             t.push_back({p + "mixer.up_proj.weight", {inter, hidden}});
             t.push_back({p + "mixer.down_proj.weight", {hidden, inter}});
+        } else if (kind == 'E') {
+            push_nemotron_h_experts(t, s, p + "mixer.");
         } else {
             throw std::invalid_argument(std::string("NemotronH: pattern character '") + kind +
-                                        "' (only M, * and - are written; E, MoE, is not)");
+                                        "' (M Mamba2, * attention, - MLP, E experts)");
         }
     }
     t.push_back({"backbone.norm_f.weight", {hidden}});
@@ -437,7 +508,8 @@ std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
     if (is_qwen3_moe(s)) check_qwen3_moe(s);
     const int64_t hidden = s.hidden_size, q_dim = int64_t{s.num_heads} * s.head_dim,
                   kv_dim = int64_t{s.num_kv_heads} * s.head_dim, inter = s.intermediate_size;
-    const bool qwen2 = s.architecture == "Qwen2ForCausalLM", qwen3 = s.architecture == "Qwen3ForCausalLM" || is_qwen3_moe(s),
+    const bool qwen2 = s.architecture == "Qwen2ForCausalLM",
+               qwen3 = s.architecture == "Qwen3ForCausalLM" || is_qwen3_moe(s),
                mistral = s.architecture == "MistralForCausalLM";
     const bool qkv_bias = qwen2 || (!mistral && s.attention_bias), o_bias = !qwen2 && !mistral && s.attention_bias;
     std::vector<TensorSpec> t;
@@ -471,89 +543,6 @@ std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
     t.push_back({"model.norm.weight", {hidden}});
     if (!s.tie_word_embeddings) t.push_back({"lm_head.weight", {s.vocab_size, hidden}});
     return t;
-}
-
-CheckpointSpec preset_spec(const std::string& name) {
-    CheckpointSpec s;
-    if (name == "tiny-llama") {
-        s.architecture = "LlamaForCausalLM";
-    } else if (name == "tiny-mistral") {
-        s.architecture = "MistralForCausalLM";
-        s.sliding_window = 8;
-    } else if (name == "tiny-qwen2") {
-        s.architecture = "Qwen2ForCausalLM";
-        s.tie_word_embeddings = true;
-        s.rope_theta = 1e6;
-    } else if (name == "tiny-qwen3") {
-        s.architecture = "Qwen3ForCausalLM";
-        s.tie_word_embeddings = true;
-        s.rope_theta = 1e6;
-    } else if (name == "qwen3-8b") {
-        s.architecture = "Qwen3ForCausalLM";
-        s.hidden_size = 4096, s.num_layers = 36, s.num_heads = 32, s.num_kv_heads = 8, s.head_dim = 128;
-        s.intermediate_size = 12288, s.vocab_size = 151936, s.max_position_embeddings = 40960;
-        s.rope_theta = 1e6;
-        s.eos_token_ids = {151645, 151643};
-        s.shards = 5;
-    } else if (name == "tiny-qwen3-moe") {
-        // Sparse, dense, sparse: a dense layer between two expert layers
-        // catches a loader that assumes every layer is alike.
-        s.architecture = "Qwen3MoeForCausalLM";
-        s.num_layers = 3;
-        s.rope_theta = 1e6;
-        s.num_experts = 8, s.experts_per_token = 2, s.expert_intermediate = 32;
-        s.mlp_only_layers = {1};
-    } else if (name == "qwen3-30b-a3b") {
-        // Qwen3-30B-A3B's config.json: 48 layers all sparse, 128 experts of
-        // 768, 8 a token; 30,532,122,624 parameters.
-        s.architecture = "Qwen3MoeForCausalLM";
-        s.hidden_size = 2048, s.num_layers = 48, s.num_heads = 32, s.num_kv_heads = 4, s.head_dim = 128;
-        s.intermediate_size = 6144, s.vocab_size = 151936, s.max_position_embeddings = 40960;
-        s.num_experts = 128, s.experts_per_token = 8, s.expert_intermediate = 768;
-        s.rope_theta = 1e6;
-        s.eos_token_ids = {151645, 151643};
-        s.shards = 16;
-    } else if (name == "llama3-8b") {
-        s.architecture = "LlamaForCausalLM";
-        s.hidden_size = 4096, s.num_layers = 32, s.num_heads = 32, s.num_kv_heads = 8, s.head_dim = 128;
-        s.intermediate_size = 14336, s.vocab_size = 128256, s.max_position_embeddings = 8192;
-        s.rope_theta = 500000.0;
-        s.eos_token_ids = {128001, 128009};
-        s.shards = 4;
-    } else if (name == "tiny-nemotron-h") {
-        s.architecture = "NemotronHForCausalLM";
-        s.num_layers = static_cast<int32_t>(s.hybrid_pattern.size());
-    } else if (name == "tiny-nemotron") {
-        s.architecture = "NemotronForCausalLM";
-    } else if (name == "nemotron-h-1b") {
-        // A benchmark shape between the tiny and the real models: Nano 4B's
-        // layer mix (Mamba2 and MLP alternating, a few attention layers) at
-        // hidden 2048, 24 layers: 12 Mamba2, 2 attention, 10 MLP.
-        s.architecture = "NemotronHForCausalLM";
-        s.hybrid_pattern = "M-M-M-MM*-M-M-M*-MM-M-M-";
-        s.hidden_size = 2048, s.num_heads = 16, s.num_kv_heads = 4, s.head_dim = 128;
-        s.mamba_heads = 64, s.mamba_head_dim = 64, s.ssm_state_size = 128, s.mamba_groups = 8, s.conv_kernel = 4;
-        s.intermediate_size = 6144, s.vocab_size = 131072, s.max_position_embeddings = 262144;
-        s.eos_token_ids = {2};
-        s.num_layers = static_cast<int32_t>(s.hybrid_pattern.size());
-    } else if (name == "nemotron-3-nano-4b") {
-        // NVIDIA-Nemotron-3-Nano-4B-BF16's config.json: 42 layers, 21 Mamba2,
-        // 4 attention, 17 MLP; 3,973,556,832 parameters.
-        s.architecture = "NemotronHForCausalLM";
-        s.hybrid_pattern = "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-";
-        s.hidden_size = 3136, s.num_heads = 40, s.num_kv_heads = 8, s.head_dim = 128;
-        s.mamba_heads = 96, s.mamba_head_dim = 80, s.ssm_state_size = 128, s.mamba_groups = 8, s.conv_kernel = 4;
-        s.intermediate_size = 12544, s.vocab_size = 131072, s.max_position_embeddings = 262144;
-        s.eos_token_ids = {2};
-        s.num_layers = static_cast<int32_t>(s.hybrid_pattern.size());
-        s.shards = 2;
-    } else {
-        throw std::invalid_argument("unknown preset \"" + name +
-                                    "\" (known: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-qwen3-moe, "
-                                    "tiny-nemotron-h, tiny-nemotron, qwen3-8b, qwen3-30b-a3b, llama3-8b, "
-                                    "nemotron-h-1b, nemotron-3-nano-4b)");
-    }
-    return s;
 }
 
 void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from) {

@@ -38,26 +38,38 @@ struct CheckpointSpec {
     DType dtype = DType::bf16;
     int32_t shards = 1;            // > 1: model-0000i-of-0000n.safetensors + index
     uint64_t seed = 1;
-    // NemotronH only: one character per layer (M Mamba2, * attention, - MLP);
-    // its length is num_hidden_layers, whatever num_layers says.
+    // NemotronH only: one character per layer (M Mamba2, * attention, - MLP,
+    // E experts); its length is num_hidden_layers, whatever num_layers says.
     std::string hybrid_pattern = "M-M*M-";
     int32_t mamba_heads = 8, mamba_head_dim = 8, ssm_state_size = 16, mamba_groups = 2, conv_kernel = 4;
     // Nemotron only: the share of each q/k head that is rotated.
     double partial_rotary_factor = 0.5;
-    // Qwen3-MoE: the experts. Layer i's MLP is the experts unless i is in
-    // mlp_only_layers or (i + 1) % decoder_sparse_step != 0; a dense layer
-    // keeps intermediate_size.
-    int32_t num_experts = 0;
-    int32_t experts_per_token = 0;   // num_experts_per_tok
+    // The experts of Qwen3-MoE's sparse layers and NemotronH's E layers.
+    // Qwen3-MoE: layer i's MLP is the experts unless i is in mlp_only_layers
+    // or (i + 1) % decoder_sparse_step != 0; a dense layer keeps
+    // intermediate_size.
+    int32_t num_experts = 0;          // num_experts / n_routed_experts
+    int32_t experts_per_token = 0;    // num_experts_per_tok
     int32_t expert_intermediate = 0;  // moe_intermediate_size
     bool norm_topk_prob = true;
     int32_t decoder_sparse_step = 1;
     std::vector<int32_t> mlp_only_layers;
     // The transformers-5 layout: per layer one mlp.experts.gate_up_proj
     // [E, 2 * inter, hidden] (gate rows, then up rows) and one
-    // mlp.experts.down_proj [E, hidden, inter] instead of 3 * E matrices. The
-    // values are the per-expert layout's, so one seed is one model in both.
+    // mlp.experts.down_proj [E, hidden, inter] instead of 3 * E matrices
+    // (NemotronH: mixer.experts.up_proj [E, inter, D] and down_proj
+    // [E, D, inter]). The values are the per-expert layout's, so one seed is
+    // one model in both.
     bool fused_experts = false;
+    // NemotronH E layers: a sigmoid router choosing among n_group groups
+    // (the topk_group best first), weights times routed_scaling_factor, an
+    // always-on relu2 shared expert, and optionally a latent width D the
+    // routed experts work in (0 = none: D is hidden_size).
+    int32_t expert_groups = 1;  // n_group
+    int32_t top_groups = 1;     // topk_group
+    double routed_scaling_factor = 1.0;
+    int32_t shared_expert_intermediate = 0;  // moe_shared_expert_intermediate_size
+    int32_t moe_latent_size = 0;
 };
 
 struct TensorSpec {
@@ -67,15 +79,16 @@ struct TensorSpec {
 
 // The tensors a checkpoint of `spec` holds, in file order. Throws
 // std::invalid_argument for a NemotronH pattern that is empty or holds
-// anything but M, * and - (MoE layers, E, are not written), and for
-// Qwen3-MoE experts that cannot be (no experts, k outside 1..E, a dense
-// layer index outside the model).
+// anything but M, *, - and E, and for experts that cannot be (none, k
+// outside 1..E, a dense layer index outside the model; NemotronH: groups
+// that do not divide the experts or hold fewer than 2, k beyond the chosen
+// groups' experts, no shared expert).
 std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& spec);
 
 // "tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3-moe", "tiny-mistral",
-// "tiny-nemotron-h", "tiny-nemotron", "qwen3-8b", "qwen3-30b-a3b",
-// "llama3-8b", "nemotron-h-1b", "nemotron-3-nano-4b". Throws
-// std::invalid_argument for any other name.
+// "tiny-nemotron-h", "tiny-nemotron-h-moe", "tiny-nemotron", "qwen3-8b",
+// "qwen3-30b-a3b", "llama3-8b", "nemotron-h-1b", "nemotron-3-nano-4b",
+// "nemotron-3-nano-30b-a3b". Throws std::invalid_argument for any other name.
 CheckpointSpec preset_spec(const std::string& name);
 
 // Writes the directory (created if needed). tokenizer_from: a directory

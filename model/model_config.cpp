@@ -250,6 +250,11 @@ void read_qwen3_moe(const json& root, const std::string& where, ModelConfig& c) 
         throw LoadError(where + ": num_experts_per_tok " + std::to_string(m.experts_per_token) +
                         " is more than num_experts " + std::to_string(m.num_experts));
     }
+    // The router keeps its scores on the stack (cpu/moe_router.cpp).
+    if (m.num_experts > 1024 || m.experts_per_token > 256) {
+        throw LoadError(where + ": num_experts " + std::to_string(m.num_experts) + " with num_experts_per_tok " +
+                        std::to_string(m.experts_per_token) + " is not supported (at most 1024 experts and 256 a token)");
+    }
     m.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
     const int32_t step = f.integer_or("decoder_sparse_step", 1);
     require_positive(step, "decoder_sparse_step", where);

@@ -12,6 +12,8 @@
 //   make-checkpoint --preset tiny-qwen3-moe --experts 16 --experts-per-token 4 --mlp-only-layers 0,2
 //       --fused-experts --out /tmp/moe
 //   make-checkpoint --preset qwen3-30b-a3b --out /data/q30b  (Qwen3-30B-A3B's shape, 128 experts, top-8)
+//   make-checkpoint --preset tiny-nemotron-h-moe --moe-latent 32 --out /tmp/hm  (NemotronH E layers, latent)
+//   make-checkpoint --preset nemotron-3-nano-30b-a3b --out /data/nano30b
 //   make-checkpoint --arch LlamaForCausalLM --hidden 128 --layers 2 --heads 4 --kv-heads 2
 //       --head-dim 32 --intermediate 256 --vocab 512 --dtype f16 --shards 2 --out /tmp/l
 #include <CLI/CLI.hpp>
@@ -46,18 +48,19 @@ int main(int argc, char** argv) {
     tf::model::CheckpointSpec flags;
     app.add_option("--preset", preset,
                    "Starting shape: tiny-llama, tiny-mistral, tiny-qwen2, tiny-qwen3, tiny-qwen3-moe, tiny-nemotron-h, "
-                   "tiny-nemotron, qwen3-8b, qwen3-30b-a3b (Qwen3-30B-A3B: 48 layers of 128 experts, top-8), "
-                   "llama3-8b, nemotron-h-1b, nemotron-3-nano-4b (NVIDIA-Nemotron-3-Nano-4B: hidden 3136, "
-                   "42 layers of 21 Mamba2, 17 MLP, 4 attention)")
+                   "tiny-nemotron-h-moe, tiny-nemotron, qwen3-8b, qwen3-30b-a3b (Qwen3-30B-A3B: 48 layers of 128 "
+                   "experts, top-8), llama3-8b, nemotron-h-1b, nemotron-3-nano-4b (NVIDIA-Nemotron-3-Nano-4B: hidden "
+                   "3136, 42 layers of 21 Mamba2, 17 MLP, 4 attention), nemotron-3-nano-30b-a3b (52 layers of 23 "
+                   "Mamba2, 23 MoE with 128 experts, 6 attention)")
         ->capture_default_str();
     app.add_option("--out", out, "Directory to write (created)")->required();
     app.add_option("--tokenizer-from", tokenizer_from, "Copy tokenizer.json and friends from this directory");
-    auto* arch = app.add_option("--arch", flags.architecture,
-                                "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                                "Qwen3MoeForCausalLM, NemotronHForCausalLM or NemotronForCausalLM")
-                     ->check(CLI::IsMember({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                            "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "NemotronHForCausalLM",
-                                            "NemotronForCausalLM"}));
+    auto* arch =
+        app.add_option("--arch", flags.architecture,
+                       "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                       "Qwen3MoeForCausalLM, NemotronHForCausalLM or NemotronForCausalLM")
+            ->check(CLI::IsMember({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                   "Qwen3MoeForCausalLM", "NemotronHForCausalLM", "NemotronForCausalLM"}));
     auto* hidden = app.add_option("--hidden", flags.hidden_size, "hidden_size")->check(CLI::PositiveNumber);
     auto* layers = app.add_option("--layers", flags.num_layers, "num_hidden_layers")->check(CLI::PositiveNumber);
     auto* heads = app.add_option("--heads", flags.num_heads, "num_attention_heads")->check(CLI::PositiveNumber);
@@ -73,8 +76,9 @@ int main(int argc, char** argv) {
     auto* shards = app.add_option("--shards", flags.shards, "Safetensors files (> 1: sharded with an index)")
                        ->check(CLI::Range(1, 1000));
     auto* seed = app.add_option("--seed", flags.seed, "Random seed: same seed and shape, same bytes");
-    auto* pattern = app.add_option("--pattern", flags.hybrid_pattern,
-                                   "NemotronH hybrid_override_pattern: M Mamba2, * attention, - MLP, one per layer");
+    auto* pattern =
+        app.add_option("--pattern", flags.hybrid_pattern,
+                       "NemotronH hybrid_override_pattern: M Mamba2, * attention, - MLP, E experts, one per layer");
     auto* mamba_heads =
         app.add_option("--mamba-heads", flags.mamba_heads, "NemotronH mamba_num_heads")->check(CLI::PositiveNumber);
     auto* mamba_head_dim = app.add_option("--mamba-head-dim", flags.mamba_head_dim, "NemotronH mamba_head_dim")
@@ -87,15 +91,28 @@ int main(int argc, char** argv) {
     auto* partial_rotary = app.add_option("--partial-rotary", flags.partial_rotary_factor,
                                           "Nemotron partial_rotary_factor: rotated share of each q/k head")
                                ->check(CLI::Range(0.0, 1.0));
-    auto* experts = app.add_option("--experts", flags.num_experts, "Qwen3-MoE num_experts")->check(CLI::PositiveNumber);
-    auto* experts_per_token = app.add_option("--experts-per-token", flags.experts_per_token,
-                                             "Qwen3-MoE num_experts_per_tok (the k of the top-k)")
-                                  ->check(CLI::PositiveNumber);
+    auto* experts = app.add_option("--experts", flags.num_experts, "num_experts (NemotronH: n_routed_experts)")
+                        ->check(CLI::PositiveNumber);
+    auto* experts_per_token =
+        app.add_option("--experts-per-token", flags.experts_per_token, "num_experts_per_tok (the k of the top-k)")
+            ->check(CLI::PositiveNumber);
     auto* expert_inter = app.add_option("--expert-intermediate", flags.expert_intermediate,
-                                        "Qwen3-MoE moe_intermediate_size (one expert's inner width)")
+                                        "moe_intermediate_size (one expert's inner width)")
                              ->check(CLI::PositiveNumber);
     auto* norm_topk = app.add_option("--norm-topk-prob", flags.norm_topk_prob,
-                                     "Qwen3-MoE norm_topk_prob: divide the chosen weights by their sum (true/false)");
+                                     "norm_topk_prob: divide the chosen weights by their sum (true/false)");
+    auto* expert_groups =
+        app.add_option("--expert-groups", flags.expert_groups, "NemotronH n_group")->check(CLI::PositiveNumber);
+    auto* top_groups =
+        app.add_option("--top-groups", flags.top_groups, "NemotronH topk_group")->check(CLI::PositiveNumber);
+    auto* scaling = app.add_option("--routed-scaling", flags.routed_scaling_factor, "NemotronH routed_scaling_factor")
+                        ->check(CLI::PositiveNumber);
+    auto* shared_inter = app.add_option("--shared-expert-intermediate", flags.shared_expert_intermediate,
+                                        "NemotronH moe_shared_expert_intermediate_size")
+                             ->check(CLI::PositiveNumber);
+    auto* latent = app.add_option("--moe-latent", flags.moe_latent_size,
+                                  "NemotronH moe_latent_size: the routed experts' width (0: none, hidden_size)")
+                       ->check(CLI::NonNegativeNumber);
     auto* sparse_step = app.add_option("--decoder-sparse-step", flags.decoder_sparse_step,
                                        "Qwen3-MoE decoder_sparse_step: layer i has experts when (i + 1) % step == 0")
                             ->check(CLI::PositiveNumber);
@@ -105,7 +122,8 @@ int main(int argc, char** argv) {
     bool fused_experts = false;
     app.add_flag("--fused-experts", fused_experts,
                  "Write each layer's experts as two stacked tensors, mlp.experts.gate_up_proj and "
-                 "mlp.experts.down_proj (transformers 5), instead of one matrix per expert");
+                 "mlp.experts.down_proj (NemotronH: mixer.experts.up_proj and down_proj), as transformers 5 "
+                 "holds them, instead of matrices per expert");
     app.add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str()->check(CLI::IsMember({"bf16", "f16", "f32"}));
     app.add_option("--rope-scaling", rope_scaling, "none or llama3")->capture_default_str()->check(CLI::IsMember({"none", "llama3"}));
     bool rope_parameters = false;
@@ -147,6 +165,11 @@ int main(int argc, char** argv) {
             return 2;
         }
         if (fused_experts) spec.fused_experts = true;
+        if (expert_groups->count()) spec.expert_groups = flags.expert_groups;
+        if (top_groups->count()) spec.top_groups = flags.top_groups;
+        if (scaling->count()) spec.routed_scaling_factor = flags.routed_scaling_factor;
+        if (shared_inter->count()) spec.shared_expert_intermediate = flags.shared_expert_intermediate;
+        if (latent->count()) spec.moe_latent_size = flags.moe_latent_size;
         spec.dtype = dtype == "f32" ? tf::model::DType::f32 : dtype == "f16" ? tf::model::DType::f16 : tf::model::DType::bf16;
         spec.llama3_rope_scaling = rope_scaling == "llama3";
         spec.rope_parameters = rope_parameters;
@@ -155,11 +178,23 @@ int main(int argc, char** argv) {
             return 2;
         }
         const bool qwen3_moe = spec.architecture == "Qwen3MoeForCausalLM";
-        const bool moe_flags = experts->count() || experts_per_token->count() || expert_inter->count() ||
-                               norm_topk->count() || sparse_step->count() || mlp_only->count() || fused_experts;
-        if (moe_flags && !qwen3_moe) {
-            std::fprintf(stderr, "make-checkpoint: %s has no experts; the expert flags are for Qwen3MoeForCausalLM\n",
-                         spec.architecture.c_str());
+        const bool nemotron_h_moe =
+            spec.architecture == "NemotronHForCausalLM" && spec.hybrid_pattern.find('E') != std::string::npos;
+        const bool expert_flags = experts->count() || experts_per_token->count() || expert_inter->count() ||
+                                  norm_topk->count() || fused_experts;
+        const bool qwen_flags = sparse_step->count() || mlp_only->count();
+        const bool nemotron_flags = expert_groups->count() || top_groups->count() || scaling->count() ||
+                                    shared_inter->count() || latent->count();
+        if ((expert_flags && !qwen3_moe && !nemotron_h_moe) || (qwen_flags && !qwen3_moe) ||
+            (nemotron_flags && !nemotron_h_moe)) {
+            const bool plain_nemotron_h = spec.architecture == "NemotronHForCausalLM" && !nemotron_h_moe;
+            std::fprintf(stderr,
+                         "make-checkpoint: an expert flag does not apply to %s%s (--experts, --experts-per-token, "
+                         "--expert-intermediate, --norm-topk-prob and --fused-experts are for Qwen3MoeForCausalLM and "
+                         "NemotronH patterns with E layers; --decoder-sparse-step and --mlp-only-layers for "
+                         "Qwen3MoeForCausalLM; --expert-groups, --top-groups, --routed-scaling, "
+                         "--shared-expert-intermediate and --moe-latent for NemotronH with E layers)\n",
+                         spec.architecture.c_str(), plain_nemotron_h ? " without E layers" : "");
             return 2;
         }
         if (qwen3_moe && (spec.num_experts <= 0 || spec.expert_intermediate <= 0 || spec.experts_per_token <= 0 ||

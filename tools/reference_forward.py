@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """An independent fp32 reference forward for Hugging Face checkpoints --
 the Llama family (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
-Qwen3ForCausalLM, Qwen3MoeForCausalLM with its experts), NemotronHForCausalLM (Mamba2 / attention / MLP hybrid)
-and NemotronForCausalLM (Nemotron-4, Minitron) -- written from transformers'
+Qwen3ForCausalLM, Qwen3MoeForCausalLM with its experts),
+NemotronHForCausalLM (Mamba2 / attention / MLP / experts hybrid) and
+NemotronForCausalLM (Nemotron-4, Minitron) -- written from transformers'
 modeling code in plain PyTorch: no transformers, no safetensors package.
 
     /usr/bin/python3 tools/reference_forward.py MODEL_DIR --tokens 1,2,3 [--greedy N] [--out FILE]
@@ -299,8 +300,10 @@ def nemotron_h_forward(cfg, w, tokens):
             out = linear(w, attend(q, k, v, mask, head_dim), p + "mixer.o_proj")
         elif kind == "-":
             out = relu2_mlp(w, h, p + "mixer.")
+        elif kind == "E":
+            out = moe.nemotron_h_moe(cfg, w, p + "mixer.", h)
         else:
-            raise SystemExit(f"layer {layer}: pattern character {kind!r} not handled (MoE layers are not)")
+            raise SystemExit(f"layer {layer}: pattern character {kind!r} not handled")
         x = x + out
     x = rms_norm(x, w["backbone.norm_f.weight"], eps)
     head = w["backbone.embeddings.weight"] if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]

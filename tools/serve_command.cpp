@@ -126,14 +126,14 @@ int serve(const config::ServerConfig& config, const sigset_t& stop_signals) {
                              "record, so a Flash Next server refuses --recall; start it without the --recall flags");
         }
     }
-    // The CUDA backend has no LayerNorm1P, squared-ReLU or Mamba2 layers yet.
+    // The CUDA backend has no LayerNorm1P, squared-ReLU, Mamba2 or expert layers yet.
     bool cpu_only_architecture = false;
     for (const std::string& name : arch) {
-        if (name != "NemotronForCausalLM" && name != "NemotronHForCausalLM") continue;
+        if (name != "NemotronForCausalLM" && name != "NemotronHForCausalLM" && name != "Qwen3MoeForCausalLM") continue;
         if (config.device == config::Device::cuda) {
             throw ServeError(config.model_dir + " is a " + name +
                              " model: its layers run on the CPU backend only (the CUDA backend has no Mamba2, "
-                             "LayerNorm1P or squared-ReLU layers yet); pass --device cpu or auto");
+                             "LayerNorm1P, squared-ReLU or mixture-of-experts layers yet); pass --device cpu or auto");
         }
         cpu_only_architecture = true;
     }

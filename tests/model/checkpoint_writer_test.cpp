@@ -1,6 +1,7 @@
 // make-checkpoint's library: seeded, never-zero weights, the 8B presets'
-// shapes, the tokenizer copied beside the weights, and the NemotronH,
-// Nemotron and Qwen3-MoE layouts (names, shapes, config fields, value ranges).
+// shapes, the tokenizer copied beside the weights, and the NemotronH (with and
+// without experts), Nemotron and Qwen3-MoE layouts (names, shapes, config
+// fields, value ranges).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -115,7 +116,9 @@ TEST(CheckpointWriter, NemotronHLayoutFollowsThePattern) {
     EXPECT_EQ(t.size(), 3u * 9 + 5 + 2 * 3 + 3);
 
     CheckpointSpec moe = spec;
-    moe.hybrid_pattern = "M-E";
+    moe.hybrid_pattern = "M-E";  // E layers and no experts configured
+    EXPECT_THROW(checkpoint_tensors(moe), std::invalid_argument);
+    moe.hybrid_pattern = "M-X";
     EXPECT_THROW(checkpoint_tensors(moe), std::invalid_argument);
     moe.hybrid_pattern = "";
     EXPECT_THROW(checkpoint_tensors(moe), std::invalid_argument);
@@ -287,9 +290,10 @@ TEST(CheckpointWriter, RoutersSpreadTheirLogits) {
     const float usual = std::sqrt(3.0f / 64.0f);
     float router_max = 0, expert_max = 0;
     for (uint64_t i = 0; i < 8 * 64; ++i) {
-        router_max = std::max(router_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.gate.weight", {8, 64}, i)));
-        expert_max = std::max(expert_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.experts.0.up_proj.weight",
-                                                                     {32, 64}, i)));
+        router_max =
+            std::max(router_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.gate.weight", {8, 64}, i)));
+        expert_max = std::max(
+            expert_max, std::fabs(checkpoint_value(spec, "model.layers.0.mlp.experts.0.up_proj.weight", {32, 64}, i)));
     }
     EXPECT_LE(expert_max, usual);
     EXPECT_GT(router_max, 2.5f * usual);
@@ -305,6 +309,117 @@ TEST(CheckpointWriter, Qwen3MoeRefusesExpertsItCannotWrite) {
     EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
     spec = preset_spec("tiny-qwen3-moe");
     spec.mlp_only_layers = {3};
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
+}
+
+TEST(CheckpointWriter, NemotronNano30BPresetHasItsModelsShape) {
+    const CheckpointSpec nano = preset_spec("nemotron-3-nano-30b-a3b");
+    ASSERT_EQ(nano.hybrid_pattern.size(), 52u);
+    EXPECT_EQ(std::count(nano.hybrid_pattern.begin(), nano.hybrid_pattern.end(), 'M'), 23);
+    EXPECT_EQ(std::count(nano.hybrid_pattern.begin(), nano.hybrid_pattern.end(), 'E'), 23);
+    EXPECT_EQ(std::count(nano.hybrid_pattern.begin(), nano.hybrid_pattern.end(), '*'), 6);
+    // NVIDIA quotes 31.6B parameters; these are the published shapes' count.
+    EXPECT_EQ(parameters(nano), 31577940288u);
+}
+
+TEST(CheckpointWriter, NemotronHMoeLayersHoldRouterBiasExpertsAndASharedExpert) {
+    const CheckpointSpec spec = preset_spec("tiny-nemotron-h-moe");  // "ME*EME", 8 experts of 32, shared 48
+    const auto t = shapes(spec);
+    const std::string p = "backbone.layers.3.mixer.";
+    EXPECT_EQ(t.at(p + "gate.weight"), (std::vector<int64_t>{8, 64}));
+    EXPECT_EQ(t.at(p + "gate.e_score_correction_bias"), (std::vector<int64_t>{8}));
+    EXPECT_EQ(t.at(p + "experts.0.up_proj.weight"), (std::vector<int64_t>{32, 64}));
+    EXPECT_EQ(t.at(p + "experts.7.down_proj.weight"), (std::vector<int64_t>{64, 32}));
+    EXPECT_EQ(t.count(p + "experts.0.gate_proj.weight"), 0u);  // relu2 experts have no gate
+    EXPECT_EQ(t.at(p + "shared_experts.up_proj.weight"), (std::vector<int64_t>{48, 64}));
+    EXPECT_EQ(t.at(p + "shared_experts.down_proj.weight"), (std::vector<int64_t>{64, 48}));
+    EXPECT_EQ(t.count(p + "fc1_latent_proj.weight"), 0u);
+    EXPECT_EQ(t.at("backbone.layers.5.norm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(t.count("backbone.layers.0.mixer.gate.weight"), 0u);  // a Mamba2 layer
+    // 2 Mamba2 x 9, 1 attention x 5, 3 MoE x (norm, router, bias, 8 x 2, shared 2), embeddings, norm_f, lm_head.
+    EXPECT_EQ(t.size(), 2u * 9 + 5 + 3 * 21 + 3);
+
+    CheckpointSpec latent = spec;
+    latent.moe_latent_size = 32;
+    const auto l = shapes(latent);
+    EXPECT_EQ(l.at(p + "fc1_latent_proj.weight"), (std::vector<int64_t>{32, 64}));
+    EXPECT_EQ(l.at(p + "fc2_latent_proj.weight"), (std::vector<int64_t>{64, 32}));
+    EXPECT_EQ(l.at(p + "experts.2.up_proj.weight"), (std::vector<int64_t>{32, 32}));
+    EXPECT_EQ(l.at(p + "experts.2.down_proj.weight"), (std::vector<int64_t>{32, 32}));
+    EXPECT_EQ(l.at(p + "shared_experts.up_proj.weight"), (std::vector<int64_t>{48, 64}));  // full width
+    EXPECT_EQ(l.at(p + "gate.weight"), (std::vector<int64_t>{8, 64}));
+
+    CheckpointSpec fused = latent;
+    fused.fused_experts = true;
+    const auto f = shapes(fused);
+    EXPECT_EQ(f.at(p + "experts.up_proj"), (std::vector<int64_t>{8, 32, 32}));
+    EXPECT_EQ(f.at(p + "experts.down_proj"), (std::vector<int64_t>{8, 32, 32}));
+    EXPECT_EQ(f.count(p + "experts.0.up_proj.weight"), 0u);
+    EXPECT_EQ(checkpoint_value(fused, p + "experts.up_proj", {8, 32, 32}, (6 * 32 + 5) * 32 + 4),
+              checkpoint_value(latent, p + "experts.6.up_proj.weight", {32, 32}, 5 * 32 + 4));
+}
+
+TEST(CheckpointWriter, NemotronHMoeConfigNamesTheRouter) {
+    testing::TempDir dir;
+    CheckpointSpec spec = preset_spec("tiny-nemotron-h-moe");
+    spec.moe_latent_size = 32;
+    write_checkpoint(spec, dir.str());
+    const nlohmann::json c = read_config(dir);
+    EXPECT_EQ(c.at("hybrid_override_pattern"), "ME*EME");
+    EXPECT_EQ(c.at("n_routed_experts"), 8);
+    EXPECT_EQ(c.at("num_experts_per_tok"), 2);
+    EXPECT_EQ(c.at("moe_intermediate_size"), 32);
+    EXPECT_EQ(c.at("moe_shared_expert_intermediate_size"), 48);
+    EXPECT_EQ(c.at("n_shared_experts"), 1);
+    EXPECT_EQ(c.at("n_group"), 2);
+    EXPECT_EQ(c.at("topk_group"), 1);
+    EXPECT_EQ(c.at("norm_topk_prob"), true);
+    EXPECT_EQ(c.at("routed_scaling_factor"), 2.5);
+    EXPECT_EQ(c.at("moe_latent_size"), 32);
+    EXPECT_EQ(c.at("mlp_hidden_act"), "relu2");
+
+    // Without E layers no MoE field is written: llama.cpp's converter reads
+    // num_experts_per_tok as "this is nemotron_h_moe".
+    testing::TempDir plain;
+    write_checkpoint(preset_spec("tiny-nemotron-h"), plain.str());
+    EXPECT_FALSE(read_config(plain).contains("num_experts_per_tok"));
+    EXPECT_FALSE(read_config(plain).contains("n_routed_experts"));
+}
+
+TEST(CheckpointWriter, NemotronHRouterValuesSpreadAndItsBiasIsSmall) {
+    const CheckpointSpec spec = preset_spec("tiny-nemotron-h-moe");
+    const float usual = std::sqrt(3.0f / 64.0f);
+    float router_max = 0, bias_max = 0;
+    for (uint64_t i = 0; i < 8 * 64; ++i) {
+        router_max =
+            std::max(router_max, std::fabs(checkpoint_value(spec, "backbone.layers.1.mixer.gate.weight", {8, 64}, i)));
+    }
+    const std::string bias = "backbone.layers.1.mixer.gate.e_score_correction_bias";
+    for (uint64_t i = 0; i < 8; ++i) {
+        bias_max = std::max(bias_max, std::fabs(checkpoint_value(spec, bias, {8}, i)));
+    }
+    EXPECT_GT(router_max, 1.5f * usual);
+    EXPECT_LE(router_max, 2.0f * usual);
+    EXPECT_GT(bias_max, 0.0f);
+    EXPECT_LE(bias_max, 0.1f);
+}
+
+TEST(CheckpointWriter, NemotronHMoeRefusesRoutersItCannotWrite) {
+    const CheckpointSpec good = preset_spec("tiny-nemotron-h-moe");
+    CheckpointSpec spec = good;
+    spec.expert_groups = 3;  // 8 experts do not split into 3 groups
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
+    spec = good;
+    spec.expert_groups = 8;  // groups of one expert cannot be ranked by their two best
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
+    spec = good;
+    spec.experts_per_token = 5;  // one group of 4 holds only 4
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
+    spec = good;
+    spec.top_groups = 3;
+    EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
+    spec = good;
+    spec.shared_expert_intermediate = 0;
     EXPECT_THROW(checkpoint_tensors(spec), std::invalid_argument);
 }
 

@@ -93,6 +93,34 @@ TEST(ModelConfig, EosIdsAreAnIntOrAListAndGenerationConfigWins) {
     EXPECT_EQ(d.eos_token_ids, (std::vector<int32_t>{1, 2}));
 }
 
+TEST(ModelConfig, Qwen3MoeReadsItsExpertsAndWhichLayersHaveThem) {
+    const std::string moe = R"(, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32)";
+    std::string text = config_text("Qwen3MoeForCausalLM", moe + R"(, "num_hidden_layers": 6, "decoder_sparse_step": 2,
+        "mlp_only_layers": [3], "norm_topk_prob": true)");
+    text.replace(text.find(R"("num_hidden_layers": 2,)"), 23, "");
+    ModelConfig c = parse_model_config(text, "config.json");
+    EXPECT_EQ(c.family, Family::qwen3);
+    EXPECT_TRUE(c.qk_norm);
+    EXPECT_EQ(c.moe.num_experts, 8);
+    EXPECT_EQ(c.moe.experts_per_token, 2);
+    EXPECT_EQ(c.moe.expert_intermediate, 32);
+    EXPECT_TRUE(c.moe.norm_topk_prob);
+    EXPECT_EQ(c.moe.router, RouterKind::softmax);
+    // (i + 1) % 2 == 0 gives layers 1, 3, 5; mlp_only_layers takes 3 back.
+    for (int32_t i = 0; i < 6; ++i) EXPECT_EQ(c.has_experts(i), i == 1 || i == 5) << i;
+    EXPECT_EQ(c.expert_layer_count(), 2);
+    // transformers' default: no renormalization of the chosen weights.
+    EXPECT_FALSE(parse_model_config(config_text("Qwen3MoeForCausalLM", moe), "config.json").moe.norm_topk_prob);
+    EXPECT_FALSE(parse_model_config(config_text("Qwen3ForCausalLM"), "config.json").moe.enabled());
+
+    expect_load_error(config_text("Qwen3MoeForCausalLM"), "\"num_experts\" is missing");
+    expect_load_error(config_text("Qwen3MoeForCausalLM", R"(, "num_experts": 4, "num_experts_per_tok": 5, "moe_intermediate_size": 32)"),
+                      "num_experts_per_tok 5 is more than num_experts 4");
+    expect_load_error(config_text("Qwen3MoeForCausalLM", moe + R"(, "mlp_only_layers": [7])"), "mlp_only_layers names layer 7 of 2");
+    expect_load_error(config_text("Qwen3MoeForCausalLM", R"(, "num_experts": 2048, "num_experts_per_tok": 8, "moe_intermediate_size": 32)"),
+                      "at most 1024 experts");
+}
+
 TEST(ModelConfig, UnknownArchitectureIsRefusedByName) {
     expect_load_error(config_text("GPT2LMHeadModel"), "architecture \"GPT2LMHeadModel\" is not supported");
 }

@@ -1,12 +1,15 @@
-// `tensorfold serve` on a random NemotronH checkpoint (Mamba2, attention and
-// MLP layers; tinycode's tokenizer) through the real binary: the same tokens
-// with Recall off, on (copies that land and copies that miss, so rounds are
-// rolled back on the recurrent state) and read-only, at concurrency 1 and
-// 4; and --device cuda refused, naming the architecture, before any weight
-// loads.
+// `tensorfold serve` on the random checkpoints of the architectures only
+// the CPU backend runs (tinycode's tokenizer), through the real binary:
+// NemotronH (Mamba2, attention and MLP layers) and Qwen3-MoE (experts). The
+// same tokens with Recall off, on (copies that land and copies that miss, so
+// rounds are rolled back: on the recurrent state, or after rows that routed
+// to other experts) and read-only, at concurrency 1 and 4; and --device
+// cuda refused, naming the architecture, before any weight loads.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "model/checkpoint_writer.h"
@@ -18,26 +21,31 @@ namespace {
 
 using nlohmann::json;
 
+struct Model {
+    const char* preset;
+    const char* architecture;
+};
+void PrintTo(const Model& m, std::ostream* os) { *os << m.preset; }
+
 // Written once per test binary run, in its own temporary directory.
-const std::string& nemotron_h_dir() {
+std::string model_dir(const Model& m) {
     static TempDir dir;
-    static const std::string path = [] {
-        model::CheckpointSpec spec = model::preset_spec("tiny-nemotron-h");
+    const std::string out = dir / m.preset;
+    if (!std::filesystem::exists(out)) {
+        model::CheckpointSpec spec = model::preset_spec(m.preset);
         spec.vocab_size = 8192;  // tinycode's tokenizer
         spec.eos_token_ids = {0};
         spec.seed = 31;
-        const std::string out = dir / "tiny-nemotron-h";
         model::write_checkpoint(spec, out, tinycode_dir());
-        return out;
-    }();
-    return path;
+    }
+    return out;
 }
 
 // Token ids in and out: a random model's replies are rarely the tokens
 // their text would encode to. temperature 0: greedy.
 std::string request(const std::vector<int32_t>& prompt, int max_tokens, double temperature, int seed = 0) {
-    return json{{"model", "tiny-nemotron-h"}, {"prompt", prompt}, {"max_tokens", max_tokens},
-                {"temperature", temperature}, {"seed", seed},     {"return_token_ids", true}}
+    return json{{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", temperature},
+                {"seed", seed},     {"return_token_ids", true}}
         .dump();
 }
 
@@ -76,17 +84,19 @@ std::vector<std::vector<int32_t>> concurrently(const ServerProcess& server, cons
 // reply's first 20 ids is a prompt that went another way (the detour), so
 // greedy requests that reach that point are offered it and reject it, and
 // their rounds roll the Mamba2 state back.
-TEST(NemotronHServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurrencyOneAndFour) {
+class CpuOnlyServer : public ::testing::TestWithParam<Model> {};
+
+TEST_P(CpuOnlyServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurrencyOneAndFour) {
+    const std::string model = model_dir(GetParam());
     TempDir dir;
     std::vector<Case> cases;
     enum : size_t { kDetour = 0, kReachDetour = 1, kSampled = 5, kCases = 9 };
     {
-        ServerProcess server({}, nemotron_h_dir());
+        ServerProcess server({}, model);
         ASSERT_TRUE(server.listening()) << server.output();
-        EXPECT_NE(server.output().find("NemotronHForCausalLM"), std::string::npos) << server.output();
+        EXPECT_NE(server.output().find(GetParam().architecture), std::string::npos) << server.output();
         const Response first = server.post(
-            "/v1/completions", json{{"model", "tiny-nemotron-h"},
-                                    {"prompt", "def fibonacci(n):\n    \"\"\"Return the n-th number.\"\"\"\n"},
+            "/v1/completions", json{{"prompt", "def fibonacci(n):\n    \"\"\"Return the n-th number.\"\"\"\n"},
                                     {"max_tokens", 1},
                                     {"return_token_ids", true}}
                                    .dump());
@@ -107,7 +117,7 @@ TEST(NemotronHServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurr
         for (Case& c : cases) c.off = reply_ids(server.post("/v1/completions", c.body));
     }
     {
-        ServerProcess server({"--recall-dir", dir / "record"}, nemotron_h_dir());
+        ServerProcess server({"--recall-dir", dir / "record"}, model);
         ASSERT_TRUE(server.listening()) << server.output();
         // Concurrency 1: a sampled reply twice (copied whole the second time).
         EXPECT_EQ(reply_ids(server.post("/v1/completions", cases[kSampled].body)), cases[kSampled].off);
@@ -128,7 +138,7 @@ TEST(NemotronHServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurr
         EXPECT_GT(report["tokens_drafted"].get<uint64_t>(), report["tokens_landed"].get<uint64_t>()) << report.dump();
     }
     {
-        ServerProcess server({"--recall-dir", dir / "record", "--recall-read-only"}, nemotron_h_dir());
+        ServerProcess server({"--recall-dir", dir / "record", "--recall-read-only"}, model);
         ASSERT_TRUE(server.listening()) << server.output();
         EXPECT_EQ(reply_ids(server.post("/v1/completions", cases[kReachDetour].body)), cases[kReachDetour].off);
         const auto all = concurrently(server, cases, kSampled, 4);
@@ -136,13 +146,23 @@ TEST(NemotronHServer, RepliesAreTheSameTokensWithRecallOffOnAndReadOnlyAtConcurr
     }
 }
 
-TEST(NemotronHServer, DeviceCudaIsRefusedNamingTheArchitectureBeforeWeightsLoad) {
-    ServerProcess server({"--device", "cuda"}, nemotron_h_dir());
+TEST_P(CpuOnlyServer, DeviceCudaIsRefusedNamingTheArchitectureBeforeWeightsLoad) {
+    ServerProcess server({"--device", "cuda"}, model_dir(GetParam()));
     EXPECT_FALSE(server.listening());
     EXPECT_NE(server.wait(), 0);
-    EXPECT_NE(server.output().find("is a NemotronHForCausalLM model"), std::string::npos) << server.output();
+    EXPECT_NE(server.output().find(std::string("is a ") + GetParam().architecture + " model"), std::string::npos)
+        << server.output();
     EXPECT_NE(server.output().find("--device cpu"), std::string::npos) << server.output();
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, CpuOnlyServer,
+                         ::testing::Values(Model{"tiny-nemotron-h", "NemotronHForCausalLM"},
+                                           Model{"tiny-qwen3-moe", "Qwen3MoeForCausalLM"}),
+                         [](const auto& info) {
+                             std::string name = info.param.preset;
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 }  // namespace
 }  // namespace tf::e2e
