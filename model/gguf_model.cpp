@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/gguf_experts.h"
 #include "model/load_error.h"
 #include "model/rope.h"
 
@@ -22,6 +23,7 @@ constexpr Architecture kArchitectures[] = {
     {"llama", "LlamaForCausalLM", Family::llama},
     {"qwen2", "Qwen2ForCausalLM", Family::qwen2},
     {"qwen3", "Qwen3ForCausalLM", Family::qwen3},
+    {"qwen3moe", "Qwen3MoeForCausalLM", Family::qwen3},  // Qwen3 with experts (gguf_experts.h)
 };
 
 // Control tokens llama.cpp also ends a generation on when the file's
@@ -84,14 +86,14 @@ std::string hf_name(const std::string& gguf) {
         if (gguf == from) return to;
     }
     static const std::pair<const char*, const char*> kLayer[] = {
-        {"attn_norm.weight", "input_layernorm.weight"},   {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_k.weight", "self_attn.k_proj.weight"},      {"attn_v.weight", "self_attn.v_proj.weight"},
         {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
-        {"attn_k.bias", "self_attn.k_proj.bias"},         {"attn_v.bias", "self_attn.v_proj.bias"},
-        {"attn_output.bias", "self_attn.o_proj.bias"},    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+        {"attn_k.bias", "self_attn.k_proj.bias"},          {"attn_v.bias", "self_attn.v_proj.bias"},
+        {"attn_output.bias", "self_attn.o_proj.bias"},     {"attn_q_norm.weight", "self_attn.q_norm.weight"},
         {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},      {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"},
+        {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
+        {"ffn_down.weight", "mlp.down_proj.weight"},       {"ffn_gate_inp.weight", "mlp.gate.weight"},
     };
     if (gguf.rfind("blk.", 0) == 0) {
         const size_t dot = gguf.find('.', 4);
@@ -165,7 +167,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     }
     if (!known) {
         throw LoadError(f.path() + ": general.architecture \"" + arch +
-                        "\" is not one tensorfold serves (llama, qwen2, qwen3)");
+                        "\" is not one tensorfold serves (llama, qwen2, qwen3, qwen3moe)");
     }
     ModelConfig c;
     c.architecture = known->hf;
@@ -220,8 +222,9 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     c.o_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;
     c.qk_norm = c.family == Family::qwen3;
     if (c.family == Family::qwen3 && c.qkv_bias) {
-        throw LoadError(f.path() + ": a qwen3 file with attention biases is not one tensorfold knows");
+        throw LoadError(f.path() + ": a " + arch + " file with attention biases is not one tensorfold knows");
     }
+    if (arch == "qwen3moe") read_gguf_experts(f, arch, c);
 
     // Ends of generation: the ids the file names, then end-of-turn control
     // tokens by their text.
@@ -287,6 +290,12 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
             unpermute_rows(view.data, copy.data(), rows, view.bytes / static_cast<size_t>(rows), heads);
             view.data = owner->copies.emplace_back(std::move(copy)).data();
         }
+        if (config.moe.enabled() && is_stacked_experts(t.name)) {
+            add_expert_views(view, config, tensors);
+            continue;
+        }
+        if (config.moe.enabled() && t.name.ends_with(".ffn_gate_inp.weight"))
+            view = router_in_f32(std::move(view), owner->copies);
         tensors.emplace(view.name, std::move(view));
     }
     return Checkpoint::adopt(file->path(), std::move(tensors), std::move(owner));

@@ -2,11 +2,12 @@
 // its tensors under the Hugging Face names the weight loader asks for, so
 // Weights::load reads a GGUF exactly as it reads a checkpoint directory.
 //
-// Architectures: `llama` (Llama, Mistral), `qwen2`, `qwen3`; any other is
-// refused by name before a tensor is read. llama.cpp's converter reorders
-// the rows of each `llama` head of Q and K (its RoPE rotates adjacent pairs,
-// transformers' rotates halves); gguf_checkpoint puts them back, so a GGUF
-// and the directory it came from give the same logits.
+// Architectures: `llama` (Llama, Mistral), `qwen2`, `qwen3`, `qwen3moe`
+// (its experts: gguf_experts.h); any other is refused by name before a
+// tensor is read. llama.cpp's converter reorders the rows of each `llama`
+// head of Q and K (its RoPE rotates adjacent pairs, transformers' rotates
+// halves); gguf_checkpoint puts them back, so a GGUF and the directory it
+// came from give the same logits.
 //
 // Thread-safety: pure functions; the Checkpoint is immutable.
 #pragma once
@@ -28,8 +29,11 @@ ModelConfig gguf_model_config(const GgufFile& file);
 
 // The tensors the loader reads, renamed ("blk.3.attn_q.weight" ->
 // "model.layers.3.self_attn.q_proj.weight") with shapes in the Hugging Face
-// order ([rows, cols]). Unpermuted llama Q/K rows are the only copy; every
-// other tensor points into the mapping, which the checkpoint keeps alive.
+// order ([rows, cols]); a layer's stacked experts as one matrix per expert
+// ("blk.3.ffn_up_exps.weight" -> "model.layers.3.mlp.experts.E.up_proj.weight").
+// Unpermuted llama Q/K rows, Q5_0 blocks held as Q8_0 and routers not stored
+// in F32 are copies; every other tensor points into the mapping, which the
+// checkpoint keeps alive.
 Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConfig& config);
 
 // Q5_0 blocks ({fp16 d; u32 qh; u8 qs[16]}: 32 weights d * (q - 16), q of
