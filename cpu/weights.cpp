@@ -339,6 +339,12 @@ void Weights::load_experts(LayerWeights& l, const std::string& p) {
     if (checkpoint_.find(first_fused) != nullptr || checkpoint_.find(p + "experts.down_proj") != nullptr) {
         const model::TensorView& in = checkpoint_.require(first_fused, {count, (gated ? 2 : 1) * inter, width});
         const model::TensorView& out = checkpoint_.require(p + "experts.down_proj", {count, width, inter});
+        for (const model::TensorView* t : {&in, &out}) {
+            if (model::dtype_bytes(t->dtype) == 0) {
+                throw model::LoadError(t->file + ": tensor " + t->name + " is " + t->dtype_text +
+                                       "; stacked experts must be F32, F16 or BF16");
+            }
+        }
         // Expert e's rows of a 3-D tensor: a view `first_row` rows into its block.
         auto slice = [](const model::TensorView& t, int64_t e, int64_t first_row, int64_t rows, int64_t cols) {
             model::TensorView v = t;
