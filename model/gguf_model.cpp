@@ -153,7 +153,8 @@ void read_end_of_generation(const GgufFile& f, ModelConfig& c) {
         }
         c.eos_token_ids.push_back(static_cast<int32_t>(id));
     };
-    for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    for (const char* key :
+         {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
         if (auto id = f.optional_unsigned_int(key)) add_eos(static_cast<int64_t>(*id), key);
     }
     const std::vector<std::string>& tokens = f.strings("tokenizer.ggml.tokens");

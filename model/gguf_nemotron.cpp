@@ -112,15 +112,15 @@ std::vector<LayerKind> layer_kinds(const GgufFile& f, int32_t layers) {
         for (const auto& [mark, kind] : kMarks) {
             if (!f.find_tensor(blk + mark)) continue;
             if (!found.empty()) {
-                throw LoadError(f.path() + ": layer " + std::to_string(i) + " has both " + found + " and " + blk + mark +
-                                "; a NemotronH layer is one mixer");
+                throw LoadError(f.path() + ": layer " + std::to_string(i) + " has both " + found + " and " + blk +
+                                mark + "; a NemotronH layer is one mixer");
             }
             found = blk + mark;
             kinds.push_back(kind);
         }
         if (found.empty()) {
-            throw LoadError(f.path() + ": layer " + std::to_string(i) + " has none of " + blk + "ssm_in.weight, " + blk +
-                            "attn_q.weight, " + blk + "ffn_up.weight, " + blk + "ffn_gate_inp.weight");
+            throw LoadError(f.path() + ": layer " + std::to_string(i) + " has none of " + blk + "ssm_in.weight, " +
+                            blk + "attn_q.weight, " + blk + "ffn_up.weight, " + blk + "ffn_gate_inp.weight");
         }
     }
     return kinds;
@@ -232,8 +232,8 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
 
     c.layer_kinds = layer_kinds(f, c.num_layers);
     const std::vector<int64_t> kv = per_layer(f, k + "attention.head_count_kv", c.num_layers);
-    const bool kv_per_layer = f.find(k + "attention.head_count_kv") &&
-                              f.find(k + "attention.head_count_kv")->type == GgufType::array;
+    const bool kv_per_layer =
+        f.find(k + "attention.head_count_kv") && f.find(k + "attention.head_count_kv")->type == GgufType::array;
     const std::vector<int64_t> ff = per_layer(f, k + "feed_forward_length", c.num_layers);
     c.num_kv_heads = 0;
     c.intermediate_size = 0;
@@ -246,15 +246,17 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
         if (kind == LayerKind::attention) {
             if (first_attention < 0) first_attention = i;
             if (heads_kv <= 0 || (c.num_kv_heads != 0 && heads_kv != c.num_kv_heads)) {
-                throw LoadError(f.path() + ": " + k + "attention.head_count_kv is " + std::to_string(heads_kv) +
-                                " at attention layer " + std::to_string(i) + (c.num_kv_heads ? ", " +
-                                std::to_string(c.num_kv_heads) + " at an earlier one" : std::string()));
+                throw LoadError(
+                    f.path() + ": " + k + "attention.head_count_kv is " + std::to_string(heads_kv) +
+                    " at attention layer " + std::to_string(i) +
+                    (c.num_kv_heads ? ", " + std::to_string(c.num_kv_heads) + " at an earlier one" : std::string()));
             }
             c.num_kv_heads = static_cast<int32_t>(heads_kv);
-            for (const char* name : {"attn_k.weight", "attn_v.weight", "attn_output.weight"}) require_tensor(f, i, name, kind);
+            for (const char* name : {"attn_k.weight", "attn_v.weight", "attn_output.weight"})
+                require_tensor(f, i, name, kind);
         } else if (kv_per_layer && heads_kv != 0) {
-            throw LoadError(f.path() + ": " + k + "attention.head_count_kv is " + std::to_string(heads_kv) + " at layer " +
-                            std::to_string(i) + ", which has no attention (" + kind_name(kind) + ")");
+            throw LoadError(f.path() + ": " + k + "attention.head_count_kv is " + std::to_string(heads_kv) +
+                            " at layer " + std::to_string(i) + ", which has no attention (" + kind_name(kind) + ")");
         }
         if (kind == LayerKind::mlp) {
             if (first_mlp < 0) first_mlp = i;
@@ -262,8 +264,8 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
             const int64_t rows = static_cast<int64_t>(f.find_tensor(blk + "ffn_up.weight")->dims.back());
             if ((c.intermediate_size != 0 && rows != c.intermediate_size) ||
                 (!ff.empty() && ff[static_cast<size_t>(i)] != rows)) {
-                throw LoadError(f.path() + ": tensor " + blk + "ffn_up.weight has " + std::to_string(rows) +
-                                " rows; " + k + "feed_forward_length and the other MLP layers must say the same");
+                throw LoadError(f.path() + ": tensor " + blk + "ffn_up.weight has " + std::to_string(rows) + " rows; " +
+                                k + "feed_forward_length and the other MLP layers must say the same");
             }
             c.intermediate_size = static_cast<int32_t>(rows);
         }
@@ -275,8 +277,8 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
         if (kind == LayerKind::mamba) {
             any_mamba = true;
             if (first_mamba < 0) first_mamba = i;
-            for (const char* name : {"ssm_conv1d.weight", "ssm_dt.bias", "ssm_a", "ssm_d", "ssm_norm.weight",
-                                     "ssm_out.weight"}) {
+            for (const char* name :
+                 {"ssm_conv1d.weight", "ssm_dt.bias", "ssm_a", "ssm_d", "ssm_norm.weight", "ssm_out.weight"}) {
                 require_tensor(f, i, name, kind);
             }
         }
@@ -295,11 +297,13 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
     } else if (c.hidden_size % c.num_heads == 0) {
         c.head_dim = c.hidden_size / c.num_heads;
     } else {
-        throw LoadError(f.path() + ": " + k + "attention.key_length is missing and embedding_length is not a multiple "
+        throw LoadError(f.path() + ": " + k +
+                        "attention.key_length is missing and embedding_length is not a multiple "
                         "of the head count");
     }
     if (f.find(k + "attention.value_length") && count_key(f, k + "attention.value_length") != c.head_dim) {
-        throw LoadError(f.path() + ": " + k + "attention.value_length differs from key_length; tensorfold needs them equal");
+        throw LoadError(f.path() + ": " + k +
+                        "attention.value_length differs from key_length; tensorfold needs them equal");
     }
     if (first_attention >= 0) {
         const std::string blk = "blk." + std::to_string(first_attention) + ".";
@@ -323,8 +327,8 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
                             " do not make whole heads in whole groups");
         }
         m.head_dim = inner / m.num_heads;
-        m.conv_bias = first_mamba < 0 ||
-                      f.find_tensor("blk." + std::to_string(first_mamba) + ".ssm_conv1d.bias") != nullptr;
+        m.conv_bias =
+            first_mamba < 0 || f.find_tensor("blk." + std::to_string(first_mamba) + ".ssm_conv1d.bias") != nullptr;
         // time_step_limit has no key: the file's dt is softplus's, unclamped,
         // as llama.cpp runs it.
     }

@@ -21,11 +21,11 @@
 #include <fstream>
 
 #include "cpu/cpu_backend.h"
+#include "gguf_reference.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/load_error.h"
 #include "model/quant_blocks.h"
-#include "gguf_reference.h"
 #include "test_support.h"
 
 namespace tf::model {

@@ -21,11 +21,11 @@ using testing::GgufWriter;
 using testing::TempDir;
 
 struct Options {
-    bool experts_gated = false;       // a ffn_gate_exps tensor
+    bool experts_gated = false;  // a ffn_gate_exps tensor
     bool mamba_projection_bias = false;
     bool attention_in_mamba_layer = false;
-    bool empty_layer = false;         // layer 1 with no mixer at all
-    bool router_bias = true;          // exp_probs_b.bias
+    bool empty_layer = false;  // layer 1 with no mixer at all
+    bool router_bias = true;   // exp_probs_b.bias
     std::vector<int32_t> kv_heads = {0, 0};
     uint32_t shared_experts = 1;
     std::optional<uint32_t> gating;  // expert_gating_func

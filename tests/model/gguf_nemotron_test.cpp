@@ -12,9 +12,9 @@
 #include <string>
 
 #include "cpu/cpu_backend.h"
+#include "gguf_reference.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
-#include "gguf_reference.h"
 #include "test_support.h"
 
 namespace tf::model {
@@ -140,9 +140,9 @@ TEST(GgufNemotronH, TheLatentExpertBf16FilesLogitsAreBitwiseTheDirectorys) { exp
 TEST(GgufNemotronH, TheQ8_0FileKeepsItsBlocks) {
     auto file = std::make_shared<const GgufFile>(GgufFile::open(fixture_path("gguf/tiny-nemotron-h-moe-q8_0.gguf")));
     const Checkpoint ckpt = gguf_checkpoint(file, gguf_model_config(*file));
-    for (const char* name : {"backbone.layers.1.mixer.experts.7.up_proj.weight",
-                             "backbone.layers.1.mixer.shared_experts.down_proj.weight",
-                             "backbone.layers.0.mixer.in_proj.weight"}) {
+    for (const char* name :
+         {"backbone.layers.1.mixer.experts.7.up_proj.weight", "backbone.layers.1.mixer.shared_experts.down_proj.weight",
+          "backbone.layers.0.mixer.in_proj.weight"}) {
         const TensorView* view = ckpt.find(name);
         ASSERT_TRUE(view) << name;
         EXPECT_EQ(view->quant, QuantType::q8_0) << name << " is " << view->dtype_text;

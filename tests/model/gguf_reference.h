@@ -32,8 +32,8 @@ inline std::string gguf_file(const std::string& name) {
     return {};
 }
 
-#define REQUIRE_GGUF(var, name)                                                      \
-    const std::string var = gguf_file(name);                                         \
+#define REQUIRE_GGUF(var, name)              \
+    const std::string var = gguf_file(name); \
     if (var.empty()) GTEST_SKIP() << name << " is in neither the fixtures nor ../shared"
 
 struct Reference {
@@ -67,16 +67,18 @@ inline std::vector<Reference> references(const std::string& file) {
 // Greedy decode (argmax, lowest id on ties) of `steps` ids after `prompt`,
 // one forward per token; `logits_out` gets each step's logits.
 inline std::vector<int32_t> greedy(Backend& backend, const std::vector<int32_t>& prompt, int steps,
-                            std::vector<std::vector<float>>* logits_out = nullptr) {
+                                   std::vector<std::vector<float>>* logits_out = nullptr) {
     const int32_t vocab = backend.config().vocab_size;
     backend.open_stream(0, static_cast<int32_t>(prompt.size()) + steps + 1);
     std::vector<Row> rows;
-    for (size_t i = 0; i < prompt.size(); ++i) rows.push_back({0, static_cast<int32_t>(i), prompt[i], i + 1 == prompt.size()});
+    for (size_t i = 0; i < prompt.size(); ++i)
+        rows.push_back({0, static_cast<int32_t>(i), prompt[i], i + 1 == prompt.size()});
     std::vector<float> logits;
     backend.forward(rows, logits);
     std::vector<int32_t> out;
     for (int s = 0; s < steps; ++s) {
-        const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin());
+        const auto best =
+            static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin());
         out.push_back(best);
         if (logits_out) logits_out->emplace_back(logits.begin(), logits.begin() + vocab);
         if (s + 1 == steps) break;
