@@ -218,6 +218,10 @@ void forward(benchmark::State& state) {
         benchmark::DoNotOptimize(logits.data());
     }
     state.counters["tok/s"] = benchmark::Counter(static_cast<double>(M), benchmark::Counter::kIsIterationInvariantRate);
+    // A mixture's round costs what its rows route to: the experts read a
+    // layer, on average (these rows are unrelated tokens, so about as many
+    // as the rows can reach; a verify round's drafts often share more).
+    if (backend.config().moe.enabled()) state.counters["experts"] = backend.experts_touched();
 }
 
 // ppN (pp512 by default, --prefill-tokens=N): an N-token prompt read on an
@@ -355,7 +359,9 @@ void print_tables(const TableReporter& r) {
         }
     }
     CpuBackend& any = backend_for(1, std::max(0, g_fixtures[1].context));
-    const double weight_bytes = static_cast<double>(any.weights().matmul_bytes());
+    // The decode roofline reads what one token reads: for a mixture, its
+    // experts_per_token experts of each layer, not all of them.
+    const double weight_bytes = static_cast<double>(any.weights().active_matmul_bytes());
     std::printf("\n## Model: CPU forward -- tables\n\n");
     std::printf("SIMD path: %s, %s activations; %s. Weights read per forward by the matmuls: %.1f MB. "
                 "KV cache %s, %zu bytes a token.\n\n",
