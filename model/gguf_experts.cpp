@@ -179,9 +179,13 @@ void add_expert_views(const TensorView& stacked, const ModelConfig& config, std:
                         " experts of whole rows" + (fused ? " (an even number: gate, then up)" : ""));
     }
     const size_t row_bytes = expert_bytes / static_cast<size_t>(rows);
+    // Where the loader looks for them: a decoder layer's mlp, a NemotronH mixer.
+    const std::string experts_path = config.family == Family::nemotron_h
+                                         ? "backbone.layers." + layer + ".mixer.experts."
+                                         : "model.layers." + layer + ".mlp.experts.";
     auto add = [&](int64_t e, const char* proj, int64_t first_row, int64_t count) {
         TensorView v = stacked;
-        v.name = "model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
+        v.name = experts_path + std::to_string(e) + "." + proj + ".weight";
         v.stored_name = name + ", expert " + std::to_string(e) + (fused ? std::string(", ") + proj : std::string());
         v.shape = {count, cols};
         v.data = stacked.data + static_cast<size_t>(e) * expert_bytes + static_cast<size_t>(first_row) * row_bytes;

@@ -38,7 +38,8 @@ bool is_stacked_experts(const std::string& gguf_name);
 
 // `stacked` (the tensor's view as gguf_checkpoint builds it, Hugging Face
 // shape [experts, rows, cols]) as one view per expert, added to `out` as
-// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight, each
+// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight (NemotronH:
+// backbone.layers.N.mixer.experts.E.{up,down}_proj.weight), each
 // [rows, cols] and pointing into `stacked`'s bytes.
 void add_expert_views(const TensorView& stacked, const ModelConfig& config, std::map<std::string, TensorView>& out);
 

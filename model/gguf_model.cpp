@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/gguf_experts.h"
+#include "model/gguf_nemotron.h"
 #include "model/load_error.h"
 #include "model/rope.h"
 
@@ -139,6 +140,33 @@ void unpermute_rows(const std::byte* from, std::byte* to, int64_t rows, size_t r
 
 constexpr uint32_t kQ5_0 = 6;
 
+// Ends of generation: the ids the file names, then end-of-turn control
+// tokens by their text.
+void read_end_of_generation(const GgufFile& f, ModelConfig& c) {
+    auto add_eos = [&](int64_t id, const std::string& key) {
+        if (id < 0 || id >= c.vocab_size) {
+            throw LoadError(f.path() + ": " + key + " " + std::to_string(id) + " is outside the vocabulary of " +
+                            std::to_string(c.vocab_size));
+        }
+        for (int32_t have : c.eos_token_ids) {
+            if (have == id) return;
+        }
+        c.eos_token_ids.push_back(static_cast<int32_t>(id));
+    };
+    for (const char* key :
+         {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+        if (auto id = f.optional_unsigned_int(key)) add_eos(static_cast<int64_t>(*id), key);
+    }
+    const std::vector<std::string>& tokens = f.strings("tokenizer.ggml.tokens");
+    const std::vector<int64_t>& types = f.ints("tokenizer.ggml.token_type");
+    for (size_t id = 0; id < tokens.size() && id < types.size() && id < static_cast<size_t>(c.vocab_size); ++id) {
+        if (types[id] != kControlToken) continue;
+        for (const char* text : kEndOfGenerationTexts) {
+            if (tokens[id] == text) add_eos(static_cast<int64_t>(id), "tokenizer.ggml.tokens");
+        }
+    }
+}
+
 }  // namespace
 
 void q5_0_to_q8_0(const std::byte* q5_0, int64_t blocks, std::byte* q8_0) {
@@ -165,11 +193,16 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     for (const Architecture& a : kArchitectures) {
         if (arch == a.gguf) known = &a;
     }
+    ModelConfig c;
+    if (is_nemotron_h_arch(arch)) {
+        read_gguf_nemotron_h(f, arch, c);
+        read_end_of_generation(f, c);
+        return c;
+    }
     if (!known) {
         throw LoadError(f.path() + ": general.architecture \"" + arch +
-                        "\" is not one tensorfold serves (llama, qwen2, qwen3, qwen3moe)");
+                        "\" is not one tensorfold serves (llama, qwen2, qwen3, qwen3moe, nemotron_h, nemotron_h_moe)");
     }
-    ModelConfig c;
     c.architecture = known->hf;
     c.family = known->family;
     c.torch_dtype = "gguf";
@@ -226,29 +259,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     }
     if (arch == "qwen3moe") read_gguf_experts(f, arch, c);
 
-    // Ends of generation: the ids the file names, then end-of-turn control
-    // tokens by their text.
-    auto add_eos = [&](int64_t id, const std::string& key) {
-        if (id < 0 || id >= c.vocab_size) {
-            throw LoadError(f.path() + ": " + key + " " + std::to_string(id) + " is outside the vocabulary of " +
-                            std::to_string(c.vocab_size));
-        }
-        for (int32_t have : c.eos_token_ids) {
-            if (have == id) return;
-        }
-        c.eos_token_ids.push_back(static_cast<int32_t>(id));
-    };
-    for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
-        if (auto id = f.optional_unsigned_int(key)) add_eos(static_cast<int64_t>(*id), key);
-    }
-    const std::vector<std::string>& tokens = f.strings("tokenizer.ggml.tokens");
-    const std::vector<int64_t>& types = f.ints("tokenizer.ggml.token_type");
-    for (size_t id = 0; id < tokens.size() && id < types.size() && id < static_cast<size_t>(c.vocab_size); ++id) {
-        if (types[id] != kControlToken) continue;
-        for (const char* text : kEndOfGenerationTexts) {
-            if (tokens[id] == text) add_eos(static_cast<int64_t>(id), "tokenizer.ggml.tokens");
-        }
-    }
+    read_end_of_generation(f, c);
     return c;
 }
 
@@ -258,7 +269,9 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
     std::map<std::string, TensorView> tensors;
     for (const GgufTensor& t : file->tensors()) {
         TensorView view;
-        view.name = hf_name(t.name);
+        const bool nemotron_h = config.family == Family::nemotron_h;
+        view.name = nemotron_h ? nemotron_h_name(t.name) : hf_name(t.name);
+        if (view.name.empty()) view.name = t.name;  // beyond the layers run (a prediction head)
         view.stored_name = t.name;
         view.file = t.file;
         view.dtype_text = ggml_type_name(t.type);
@@ -279,7 +292,8 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
         }
         const bool q = t.name.ends_with("attn_q.weight") || t.name.ends_with("attn_q.bias");
         const bool k = t.name.ends_with("attn_k.weight") || t.name.ends_with("attn_k.bias");
-        if (config.family == Family::llama && (q || k)) {
+        // The converter reorders NemotronH's Q and K as Llama's, RoPE or not.
+        if ((config.family == Family::llama || nemotron_h) && (q || k)) {
             const int32_t heads = q ? config.num_heads : config.num_kv_heads;
             const int64_t rows = view.shape.front();
             if (rows % (2 * heads) != 0) {
@@ -296,6 +310,7 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
         }
         if (config.moe.enabled() && t.name.ends_with(".ffn_gate_inp.weight"))
             view = router_in_f32(std::move(view), owner->copies);
+        if (nemotron_h) nemotron_h_view(view, config, owner->copies);
         tensors.emplace(view.name, std::move(view));
     }
     return Checkpoint::adopt(file->path(), std::move(tensors), std::move(owner));

@@ -3,8 +3,8 @@
 // Weights::load reads a GGUF exactly as it reads a checkpoint directory.
 //
 // Architectures: `llama` (Llama, Mistral), `qwen2`, `qwen3`, `qwen3moe`
-// (its experts: gguf_experts.h); any other is refused by name before a
-// tensor is read. llama.cpp's converter reorders the rows of each `llama`
+// (its experts: gguf_experts.h), `nemotron_h` and `nemotron_h_moe`
+// (gguf_nemotron.h); any other is refused by name before a tensor is read. llama.cpp's converter reorders the rows of each `llama`
 // head of Q and K (its RoPE rotates adjacent pairs, transformers' rotates
 // halves); gguf_checkpoint puts them back, so a GGUF and the directory it
 // came from give the same logits.
