@@ -74,7 +74,7 @@ struct Calibration {
     // For the serve startup line, e.g. "M = 1, 2, 4, 16 timed in 6 forwards,
     // 35 ms warm-up; over budget: M = 8, 32", and for a mixture "; M = 16:
     // 9.5 experts a layer with repeated ids, 82 with distinct ids, 0.21 ms an
-    // expert" (the largest row count timed both ways).
+    // expert" (M = 16 if it was timed both ways, else the largest that was).
     std::string summary() const;
 };
 

@@ -257,7 +257,7 @@ TEST(CalibrateMixture, TimesEachRowCountWithDistinctIdsThenOneIdRepeated) {
     EXPECT_FALSE(c.budget_spent);
     ASSERT_NE(c.curve.experts(), nullptr);
     EXPECT_TRUE(c.summary().ends_with(
-        "; M = 64: 35.5 experts a layer with repeated ids, 64.0 with distinct ids, 1.000 ms an expert"))
+        "; M = 16: 11.5 experts a layer with repeated ids, 64.0 with distinct ids, 1.000 ms an expert"))
         << c.summary();
 }
 
