@@ -31,6 +31,7 @@ LongLivedActors spawn_long_lived_actors(caf::actor_system& system, const ActorSe
     lane.max_streams = options.engine.max_streams;
     lane.prompt_cache_tokens = options.engine.prompt_cache_tokens;
     lane.lone_driver = options.lone_driver;
+    lane.experts = options.cost.experts();
     actors.lane = spawn_gpu_lane(system, lane, detach_lane);
     if (options.record) {
         actors.writer = spawn_recall_writer(system, options.record);

@@ -159,7 +159,7 @@ void solo_step(Self self) {
 lane_actor::behavior_type gpu_lane(Self self, LaneOptions options) {
     self->state.options = options;
     self->state.cache = engine::PromptCache(options.prompt_cache_tokens);
-    self->state.driver.emplace(*options.backend);
+    self->state.driver.emplace(*options.backend, options.experts);
     // A stream actor that fails never sends its rows or its release: drop its
     // slot so the lane and the other streams go on.
     self->set_down_handler([self](caf::down_msg& down) {

@@ -8,7 +8,10 @@
 // Rounds, verdicts and landing are engine code; this actor only moves messages.
 #pragma once
 
+#include <memory>
+
 #include "actors/messages.h"
+#include "engine/expert_costs.h"
 #include "engine/prompt_cache.h"
 #include "model/backend.h"
 
@@ -20,6 +23,8 @@ struct LaneOptions {
     int32_t max_streams = 16;
     int64_t prompt_cache_tokens = 1 << 16;
     bool lone_driver = true;  // invite a lone stream to lend itself
+    // A mixture's round pricing (CostCurve::experts()), fed by the lane's rounds.
+    std::shared_ptr<engine::ExpertCosts> experts;
 };
 
 lane_actor spawn_gpu_lane(caf::actor_system& system, LaneOptions options, bool detached);

@@ -81,7 +81,7 @@ public:
     int threads() const { return pool_.size(); }
     // The experts the last forward read, on average over its expert layers
     // (0 for a model without experts): what a round of its rows cost.
-    double experts_touched() const {
+    double experts_touched() const override {
         return expert_layers_run_ > 0 ? static_cast<double>(experts_read_) / expert_layers_run_ : 0.0;
     }
     const Weights& weights() const { return *weights_; }

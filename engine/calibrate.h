@@ -14,10 +14,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/draft_window.h"
+#include "engine/expert_costs.h"
 #include "model/backend.h"
 
 namespace tf::engine {
@@ -41,6 +43,18 @@ struct CalibrationOptions {
     model::StreamId scratch = -1;  // must not be open
 };
 
+// A mixture of experts' row count, timed with distinct ids and, when the
+// budget allowed, with one id repeated at consecutive positions; what
+// Backend::experts_touched() said after each, and their best timings.
+struct ExpertSample {
+    int32_t rows = 0;
+    double distinct_experts = 0;
+    double repeated_experts = 0;  // when repeated_timed
+    bool repeated_timed = false;
+    double distinct_seconds = 0;
+    double repeated_seconds = 0;  // when repeated_timed
+};
+
 struct Calibration {
     CostCurve curve = CostCurve::flat(1);
     std::vector<CostSample> measured;  // best time of each timed row count, ascending rows
@@ -48,9 +62,19 @@ struct Calibration {
     int32_t forwards = 0;              // timed forwards (the warm-up not counted)
     double warmup_seconds = 0;
     double seconds = 0;         // all of it, warm-up included (the options' clock)
-    bool budget_spent = false;  // some planned forward did not run: a row count or a repeat
+    bool budget_spent = false;  // some planned forward did not run: a row count, a repeated-id timing or a repeat
+    // A mixture of experts only (config().moe): each timed row count's
+    // experts, ascending rows; the row counts the budget timed with distinct
+    // ids alone; and the cost of one more distinct expert a layer (0 when no
+    // repeated-id round read fewer experts than its distinct-id one). Then
+    // `curve` prices rounds by their experts (CostCurve::experts()).
+    std::vector<ExpertSample> experts;
+    std::vector<int32_t> repeated_untimed;
+    double seconds_per_expert = 0;
     // For the serve startup line, e.g. "M = 1, 2, 4, 16 timed in 6 forwards,
-    // 35 ms warm-up; over budget: M = 8, 32".
+    // 35 ms warm-up; over budget: M = 8, 32", and for a mixture "; M = 16:
+    // 9.5 experts a layer with repeated ids, 82 with distinct ids, 0.21 ms an
+    // expert" (M = 16 if it was timed both ways, else the largest that was).
     std::string summary() const;
 };
 
@@ -68,6 +92,25 @@ std::vector<int32_t> default_sample_rows(int32_t max_rows);
 // The warm-up and the first two row counts of the plan always run, even past
 // the budget: a curve needs a slope, and a flat one would make every draft
 // look free. That floor is a few passes over the weights, like loading them.
+//
+// A mixture of experts times each row count M > 1 twice, one after the
+// other: distinct ids, then one id repeated (M = 1 reads one token's experts
+// either way). The repeated-id timing runs when the distinct one's cost
+// still fits the budget, and always for the first M > 1 timed, which gives
+// the slope per expert. Where the budget skipped it, the few-experts cost of
+// that M is the distinct timing less the slope times the experts the
+// repeated ids would have spared (their count interpolated from the row
+// counts timed both ways): the model stands in for the missing forward.
 Calibration measure_cost_curve(model::Backend& backend, const CalibrationOptions& options = {});
+
+// The pricing measure_cost_curve draws from a mixture's samples (ascending
+// rows), over 1..max_rows: the slope is the cost the distinct ids added over
+// the experts they added, summed over the row counts timed both ways where
+// the repeated id read fewer (a ratio of sums weighs the large differences,
+// the least noisy, most); few_cost and the expert counts are drawn like a
+// cost curve (interpolate_costs), the counts at most num_experts. Empty when
+// no sample has a positive time and expert count.
+std::optional<ExpertCalibration> expert_calibration(const std::vector<ExpertSample>& samples, int32_t max_rows,
+                                                    int32_t num_experts);
 
 }  // namespace tf::engine

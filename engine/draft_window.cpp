@@ -74,8 +74,15 @@ CostCurve CostCurve::from_samples(std::vector<CostSample> samples, int32_t max_r
     return cost.empty() ? flat(max_rows) : CostCurve(std::move(cost));
 }
 
+CostCurve CostCurve::with_experts(std::shared_ptr<ExpertCosts> experts) const {
+    CostCurve curve = *this;
+    curve.experts_ = std::move(experts);
+    return curve;
+}
+
 double CostCurve::relative(int32_t rows) const {
     assert(rows >= 1);
+    if (experts_) return experts_->relative(rows);
     const int32_t n = max_rows();
     if (rows <= n) return relative_[rows - 1];
     const double slope = n >= 2 ? relative_[n - 1] - relative_[n - 2] : 0.0;

@@ -12,7 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "engine/expert_costs.h"
 
 namespace tf::engine {
 
@@ -47,12 +50,23 @@ public:
     // when no sample is usable.
     static CostCurve from_samples(std::vector<CostSample> samples, int32_t max_rows);
 
+    // The same curve, priced for a mixture of experts by `experts`
+    // (expert_costs.h): relative() then follows what the engine's rounds
+    // read. Copies share `experts`, so what one thread's rounds observe
+    // reaches every copy (the drafter's, the recall readers').
+    CostCurve with_experts(std::shared_ptr<ExpertCosts> experts) const;
+
     int32_t max_rows() const { return static_cast<int32_t>(relative_.size()); }
     // cost(rows) / cost(1); rows past the measured range extrapolate linearly.
+    // With experts: ExpertCosts::relative.
     double relative(int32_t rows) const;
+    // Null for a dense model: where the engine's rounds report the experts
+    // they read (RoundDriver).
+    const std::shared_ptr<ExpertCosts>& experts() const { return experts_; }
 
 private:
     std::vector<double> relative_;
+    std::shared_ptr<ExpertCosts> experts_;
 };
 
 // Per-token landing probability estimated from what a source's drafts did

@@ -5,7 +5,7 @@
 namespace tf::engine {
 
 Lanes::Lanes(model::Backend& backend, Drafter& drafter, LanesOptions options)
-    : backend_(backend), drafter_(drafter), options_(options), driver_(backend) {}
+    : backend_(backend), drafter_(drafter), options_(options), driver_(backend, drafter.cost().experts()) {}
 
 std::vector<StreamUpdate> Lanes::run_round() {
     assemble();

@@ -1,5 +1,6 @@
 #include "engine/round_driver.h"
 
+#include <algorithm>
 #include <cassert>
 #include <span>
 
@@ -64,6 +65,11 @@ const std::vector<Verdict>& RoundDriver::run() {
     assert(!empty());
     backend_.forward(rows_, samplers_, outputs_);
     ++rounds_run_;
+    // Verify rounds are what the copy window prices; a prompt chunk's rows
+    // are no draft and may be hundreds.
+    if (experts_ && std::none_of(parts_.begin(), parts_.end(), [](const StreamRows& p) { return p.prefill; })) {
+        experts_->observe(static_cast<int32_t>(rows_.size()), backend_.experts_touched());
+    }
     ran_ = true;
     const std::span<const TokenId> tokens(outputs_.tokens);
     const auto vocab = static_cast<size_t>(backend_.config().vocab_size);

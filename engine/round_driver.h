@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/drafter.h"
@@ -30,7 +31,10 @@ namespace tf::engine {
 
 class RoundDriver {
 public:
-    explicit RoundDriver(model::Backend& backend) : backend_(backend) {}
+    // `experts` (a mixture's; CostCurve::experts()) learns from each decode
+    // round what its rows read; null for a dense model.
+    explicit RoundDriver(model::Backend& backend, std::shared_ptr<ExpertCosts> experts = nullptr)
+        : backend_(backend), experts_(std::move(experts)) {}
 
     // Adds one stream's rows, run on KV stream `kv`: a stream actor numbers
     // its rows as its own cache 0, and only the lane knows the real id.
@@ -50,7 +54,8 @@ public:
     size_t add_prefill(Stream& stream, int32_t budget) { return add_prefill(stream, budget, stream.kv()); }
 
     // One forward over every part's rows, then a verdict per part (in the
-    // order they were added). Rejected drafts are truncated from the KV
+    // order they were added). A round without prefill rows tells `experts`
+    // how many experts its rows read. Rejected drafts are truncated from the KV
     // caches before it returns, so a verdict's tokens are exactly what the
     // cache holds. The round (parts, verdicts) stays readable until the next add.
     const std::vector<Verdict>& run();
@@ -69,6 +74,7 @@ private:
     void start_if_ran();
 
     model::Backend& backend_;
+    std::shared_ptr<ExpertCosts> experts_;
     // The current round. Vectors are cleared, not freed, between rounds:
     // a decoding lane runs thousands of rounds of the same shape.
     std::vector<model::Row> rows_;

@@ -97,6 +97,13 @@ public:
     // sampler indexes `samplers`; out of range is an error.
     virtual void forward(std::span<const Row> rows, std::span<const SamplingParams> samplers, RowOutputs& out) = 0;
 
+    // A mixture of experts: the distinct experts the last forward read, on
+    // average over its expert layers (k = experts_per_token for one row, at
+    // most num_experts). What a round costs grows with it, so the copy
+    // window is priced by it (engine/expert_costs.h). 0: a dense model, or
+    // a backend that does not count.
+    virtual double experts_touched() const { return 0.0; }
+
     // The same with no sampling: `logits` receives vocab_size floats per row
     // with want_logits, in row order. Tests and benchmarks read logits so.
     void forward(std::span<const Row> rows, std::vector<float>& logits) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "engine/calibrate.h"
@@ -21,6 +22,18 @@ public:
         config_.max_position_embeddings = 4096;
     }
 
+    // A mixture of `num_experts` experts, k a row: a row reads its id's k
+    // experts, and a row repeating an id at a later position half an expert
+    // more (attention moves its router's input a little). Each distinct
+    // expert a layer adds `seconds_per_expert` to a forward.
+    void become_mixture(int32_t num_experts, int32_t k, double seconds_per_expert) {
+        config_.moe.num_experts = num_experts;
+        config_.moe.experts_per_token = k;
+        k_ = k;
+        seconds_per_expert_ = seconds_per_expert;
+    }
+    double experts_touched() const override { return touched_; }
+
     double now() const { return clock_; }
     std::function<double()> clock() const {
         return [this] { return clock_; };
@@ -28,6 +41,7 @@ public:
     // Forwards of each size whose every row wants logits: the timed ones
     // (the warm-up's prefix rows want none).
     std::map<int32_t, int> timed_forwards;
+    std::map<int32_t, int> repeated_forwards;  // of those, the ones of one id repeated
 
     const model::ModelConfig& config() const override { return config_; }
     void open_stream(model::StreamId stream, int32_t capacity) override {
@@ -60,7 +74,14 @@ public:
         out.tokens.assign(static_cast<size_t>(sampled), 0);
         out.logits.assign(static_cast<size_t>(wanted) * config_.vocab_size, 0.0f);
         if (sampled == static_cast<int32_t>(rows.size())) ++timed_forwards[sampled];
-        clock_ += cost_(static_cast<int32_t>(rows.size()));
+        std::set<model::TokenId> ids;
+        for (const model::Row& row : rows) ids.insert(row.token);
+        if (config_.moe.enabled()) {
+            const auto distinct = static_cast<double>(ids.size());
+            touched_ = std::min<double>(config_.moe.num_experts, k_ * distinct) + 0.5 * (rows.size() - distinct);
+        }
+        if (rows.size() > 1 && ids.size() == 1) ++repeated_forwards[static_cast<int32_t>(rows.size())];
+        clock_ += cost_(static_cast<int32_t>(rows.size())) + seconds_per_expert_ * touched_;
     }
     size_t open_streams() const { return streams_.size(); }
 
@@ -69,6 +90,9 @@ private:
     model::ModelConfig config_;
     std::map<model::StreamId, std::pair<int32_t, int32_t>> streams_;  // length, capacity
     double clock_ = 0.0;
+    int32_t k_ = 0;
+    double seconds_per_expert_ = 0.0;
+    double touched_ = 0.0;
 };
 
 CalibrationOptions options_for(const ClockedBackend& backend, double budget, int32_t max_rows = 64) {
@@ -202,6 +226,103 @@ TEST(Calibrate, TheScratchStreamIsClosedWhenAForwardThrows) {
     });
     EXPECT_THROW(measure_cost_curve(backend, options_for(backend, 100.0)), std::runtime_error);
     EXPECT_EQ(backend.open_streams(), 0u);
+}
+
+// A mixture (ClockedBackend::become_mixture) costing 10 ms a row plus 1 ms
+// a distinct expert: m distinct ids read min(64, 4m) experts, one id
+// repeated 4 + (m - 1) / 2.
+double mixture_seconds(int32_t m, bool repeated) {
+    return 0.01 * m + 0.001 * (repeated ? 4 + 0.5 * (m - 1) : std::min(64.0, 4.0 * m));
+}
+
+TEST(CalibrateMixture, TimesEachRowCountWithDistinctIdsThenOneIdRepeated) {
+    ClockedBackend backend([](int32_t m) { return 0.01 * m; });
+    backend.become_mixture(64, 4, 0.001);
+    const Calibration c = measure_cost_curve(backend, options_for(backend, 100.0));
+    EXPECT_EQ(backend.timed_forwards,
+              (std::map<int32_t, int>{{1, 3}, {2, 6}, {4, 6}, {8, 6}, {16, 6}, {32, 6}, {64, 6}}));
+    EXPECT_EQ(backend.repeated_forwards, (std::map<int32_t, int>{{2, 3}, {4, 3}, {8, 3}, {16, 3}, {32, 3}, {64, 3}}))
+        << "M = 1 reads one token's experts whatever its id";
+    ASSERT_EQ(c.experts.size(), 7u);
+    for (const ExpertSample& e : c.experts) {
+        EXPECT_DOUBLE_EQ(e.distinct_experts, std::min(64.0, 4.0 * e.rows)) << e.rows;
+        EXPECT_NEAR(e.distinct_seconds, mixture_seconds(e.rows, false), 1e-9) << e.rows;
+        if (e.rows == 1) continue;
+        EXPECT_TRUE(e.repeated_timed);
+        EXPECT_DOUBLE_EQ(e.repeated_experts, 4 + 0.5 * (e.rows - 1)) << e.rows;
+        EXPECT_NEAR(e.repeated_seconds, mixture_seconds(e.rows, true), 1e-9) << e.rows;
+    }
+    EXPECT_NEAR(c.seconds_per_expert, 0.001, 1e-9) << "what each distinct expert adds, recovered";
+    EXPECT_TRUE(c.repeated_untimed.empty());
+    EXPECT_FALSE(c.budget_spent);
+    ASSERT_NE(c.curve.experts(), nullptr);
+    EXPECT_TRUE(c.summary().ends_with(
+        "; M = 16: 11.5 experts a layer with repeated ids, 64.0 with distinct ids, 1.000 ms an expert"))
+        << c.summary();
+}
+
+TEST(CalibrateMixture, PricesRoundsByTheExpertsTheyAreExpectedToRead) {
+    ClockedBackend backend([](int32_t m) { return 0.01 * m; });
+    backend.become_mixture(64, 4, 0.001);
+    const Calibration c = measure_cost_curve(backend, options_for(backend, 100.0));
+    ExpertCosts& experts = *c.curve.experts();
+    const double one = mixture_seconds(1, false);
+    // Seeded halfway between the two calibration points.
+    EXPECT_NEAR(experts.expected_experts(8), (32 + 7.5) / 2, 1e-9);
+    EXPECT_NEAR(c.curve.relative(8), (0.08 + 0.001 * (32 + 7.5) / 2) / one, 1e-9);
+    // Rounds that read as many experts as distinct ids: the distinct-id cost.
+    for (int i = 0; i < 200; ++i) experts.observe(8, 32.0);
+    EXPECT_NEAR(c.curve.relative(8), mixture_seconds(8, false) / one, 1e-6);
+    // Rounds that share experts like one repeated id: the few-experts cost.
+    for (int i = 0; i < 200; ++i) experts.observe(8, 7.5);
+    EXPECT_NEAR(c.curve.relative(8), mixture_seconds(8, true) / one, 1e-6);
+    expect_usable(c.curve, 64);
+}
+
+TEST(CalibrateMixture, AShortBudgetTimesLargeRowCountsWithDistinctIdsOnly) {
+    ClockedBackend backend([](int32_t m) { return 0.01 * m; });
+    backend.become_mixture(64, 4, 0.001);
+    const Calibration c = measure_cost_curve(backend, options_for(backend, 0.5));
+    // 1, 4 and 4 repeated (0.116 s); 16 (0.224 s) fits, 16 repeated no longer;
+    // 64 does not; 2 and 2 repeated (0.053 s) do.
+    EXPECT_EQ(backend.repeated_forwards.count(16), 0u);
+    EXPECT_EQ(c.repeated_untimed, (std::vector<int32_t>{16}));
+    EXPECT_TRUE(c.budget_spent);
+    EXPECT_LE(c.seconds - c.warmup_seconds, 0.5);
+    EXPECT_NEAR(c.seconds_per_expert, 0.001, 1e-9);
+    // M = 16's few-experts cost: its distinct timing less what the experts
+    // one id repeated would spare (their count on the line through 2 and 4).
+    const ExpertCalibration& priced = c.curve.experts()->calibration();
+    EXPECT_NEAR(priced.few_experts[15], 11.5, 1e-9);
+    EXPECT_NEAR(priced.few_cost[15], mixture_seconds(16, true), 1e-9);
+    EXPECT_TRUE(c.summary().ends_with("; distinct ids only: M = 16")) << c.summary();
+}
+
+TEST(CalibrateMixture, AForwardLongerThanTheBudgetStillGivesASlopePerExpert) {
+    ClockedBackend backend([](int32_t m) { return 5.0 * m; });
+    backend.become_mixture(64, 4, 0.001);
+    const Calibration c = measure_cost_curve(backend, options_for(backend, 1.0));
+    EXPECT_EQ(backend.timed_forwards, (std::map<int32_t, int>{{1, 1}, {4, 2}}));
+    EXPECT_EQ(backend.repeated_forwards, (std::map<int32_t, int>{{4, 1}}));
+    EXPECT_NEAR(c.seconds_per_expert, 0.001, 1e-9);
+    expect_usable(c.curve, 64);
+}
+
+TEST(CalibrateMixture, ADenseModelTimesEachRowCountOnceAndPricesNoExperts) {
+    ClockedBackend backend([](int32_t m) { return 0.01 * m; });
+    const Calibration c = measure_cost_curve(backend, options_for(backend, 100.0, 8));
+    EXPECT_TRUE(backend.repeated_forwards.empty());
+    EXPECT_TRUE(c.experts.empty());
+    EXPECT_EQ(c.curve.experts(), nullptr);
+}
+
+TEST(ExpertCalibration, RepeatedIdsThatReadNoFewerExpertsGiveNoSlope) {
+    // The check the calibration makes: a repeated id that reads as many
+    // experts as distinct ids says nothing about an expert's cost.
+    const std::vector<ExpertSample> samples{{1, 4, 0, false, 0.01, 0}, {4, 16, 16, true, 0.05, 0.04}};
+    const std::optional<ExpertCalibration> priced = expert_calibration(samples, 4, 64);
+    ASSERT_TRUE(priced.has_value());
+    EXPECT_EQ(priced->seconds_per_expert, 0.0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 
 #include "engine/round_driver.h"
 
@@ -40,8 +41,11 @@ public:
         }
     }
 
+    double experts_touched() const override { return touched; }
+
     std::vector<std::vector<model::Row>> forwards;
     std::vector<size_t> sampler_counts;
+    double touched = 0;  // what every forward reports as its experts
 
 private:
     model::ModelConfig config_;
@@ -173,6 +177,34 @@ TEST(RoundDriver, VerdictsCarryTheRoundsDecodeRows) {
     EXPECT_EQ(c.others_last_round().plain_streams, 1);
     EXPECT_EQ(a.others_last_round().rows, 5) << "a prefilling stream sees every decode row as another's";
     EXPECT_EQ(a.others_last_round().plain_streams, 1);
+}
+
+TEST(RoundDriver, DecodeRoundsTeachAMixturesPricingTheExpertsTheyRead) {
+    ScriptedBackend backend;
+    ExpertCalibration calibration;
+    for (int32_t m = 1; m <= 8; ++m) {
+        calibration.few_cost.push_back(0.01 * m);
+        calibration.few_experts.push_back(4);
+        calibration.distinct_experts.push_back(4.0 * m);
+    }
+    calibration.seconds_per_expert = 0.001;
+    const auto experts = std::make_shared<ExpertCosts>(calibration, 1.0, 0.5);
+    RoundDriver driver(backend, experts);
+    Stream a = cycle_stream(backend, 0, 6), b = cycle_stream(backend, 1, 4);
+    backend.touched = 30;
+    prefill(driver, a);
+    EXPECT_DOUBLE_EQ(experts->expected_experts(6), (4 + 24) / 2.0) << "a prompt chunk is no verify round";
+    driver.add_prefill(b, 8);
+    driver.add(a.next_rows(0, own_draft({cycle_token(0, 7), cycle_token(0, 8)})), 0, &a);  // 3 rows
+    driver.run();
+    EXPECT_DOUBLE_EQ(experts->expected_experts(7), (4 + 28) / 2.0) << "nor a round with prompt rows in it";
+    land_verdict(a, driver.verdicts()[1]);
+    land_verdict(b, driver.verdicts()[0]);
+    backend.touched = 9;
+    driver.add(a.next_rows(0, own_draft({cycle_token(0, 10)})), 0, &a);  // 2 rows
+    driver.add(b.next_rows(0, own_draft({cycle_token(1, 6), cycle_token(1, 7)})), 1, &b);  // 3 rows
+    driver.run();
+    EXPECT_DOUBLE_EQ(experts->expected_experts(5), (0.5 * (4 + 20) / 2.0 + 9) / 1.5) << "the whole round's rows";
 }
 
 TEST(RoundDriver, TheFirstAddAfterARunStartsTheNextRound) {
