@@ -452,6 +452,14 @@ T required(const std::optional<T>& value, const std::string& path, const std::st
 
 std::string GgufFile::string(const std::string& key) const { return required(optional_string(key), path_, key); }
 uint64_t GgufFile::unsigned_int(const std::string& key) const { return required(optional_unsigned_int(key), path_, key); }
+int32_t GgufFile::count(const std::string& key) const {
+    const uint64_t value = unsigned_int(key);
+    if (value == 0 || value > INT32_MAX) {
+        throw LoadError(path_ + ": " + key + " is " + std::to_string(value) + ", expected a positive count");
+    }
+    return static_cast<int32_t>(value);
+}
+
 double GgufFile::number(const std::string& key) const { return required(optional_number(key), path_, key); }
 bool GgufFile::boolean(const std::string& key) const { return required(optional_boolean(key), path_, key); }
 

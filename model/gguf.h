@@ -105,6 +105,9 @@ public:
     // "FILE: KEY is missing" / "FILE: KEY is a f32, expected an integer".
     std::string string(const std::string& key) const;
     uint64_t unsigned_int(const std::string& key) const;  // any integer type, checked non-negative
+    // A layer, head or expert count: an integer in [1, INT32_MAX], else a
+    // LoadError "FILE: KEY is 0, expected a positive count".
+    int32_t count(const std::string& key) const;
     double number(const std::string& key) const;          // any integer or float type
     bool boolean(const std::string& key) const;
     std::optional<std::string> optional_string(const std::string& key) const;

@@ -22,13 +22,6 @@ constexpr const char* kDenseTensors[] = {"ffn_gate.weight", "ffn_up.weight", "ff
 // llama.cpp's gating function numbers (gguf-py ExpertGatingFuncType).
 constexpr uint64_t kSoftmaxGating = 1;
 
-int32_t count_key(const GgufFile& f, const std::string& key) {
-    const uint64_t value = f.unsigned_int(key);
-    if (value == 0 || value > INT32_MAX) {
-        throw LoadError(f.path() + ": " + key + " is " + std::to_string(value) + ", expected a positive count");
-    }
-    return static_cast<int32_t>(value);
-}
 
 // "blk.12.ffn_up_exps.weight" -> {"12", "ffn_up_exps.weight"}; nullopt for
 // a name outside the layers.
@@ -83,15 +76,15 @@ void read_gguf_experts(const GgufFile& f, const std::string& arch, ModelConfig& 
     const std::string k = arch + ".";
     MoeConfig& m = c.moe;
     m.router = RouterKind::softmax;
-    m.num_experts = count_key(f, k + "expert_count");
-    m.experts_per_token = count_key(f, k + "expert_used_count");
+    m.num_experts = f.count(k + "expert_count");
+    m.experts_per_token = f.count(k + "expert_used_count");
     if (m.experts_per_token > m.num_experts) {
         throw LoadError(f.path() + ": " + k + "expert_used_count " + std::to_string(m.experts_per_token) +
                         " is more than expert_count " + std::to_string(m.num_experts));
     }
     // Without the key llama.cpp takes feed_forward_length / expert_used_count.
     if (f.find(k + "expert_feed_forward_length")) {
-        m.expert_intermediate = count_key(f, k + "expert_feed_forward_length");
+        m.expert_intermediate = f.count(k + "expert_feed_forward_length");
     } else {
         m.expert_intermediate = c.intermediate_size / m.experts_per_token;
         if (m.expert_intermediate == 0) {

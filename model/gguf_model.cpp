@@ -36,13 +36,6 @@ constexpr const char* kEndOfGenerationTexts[] = {
 };
 constexpr int64_t kControlToken = 3;
 
-int32_t positive_int(const GgufFile& f, const std::string& key) {
-    const uint64_t value = f.unsigned_int(key);
-    if (value == 0 || value > INT32_MAX) {
-        throw LoadError(f.path() + ": " + key + " is " + std::to_string(value) + ", expected a positive count");
-    }
-    return static_cast<int32_t>(value);
-}
 
 // llama.cpp's converter stores Llama 3's RoPE scaling as rope_freqs.weight,
 // one divisor per frequency, not as keys. It is accepted when it is exactly
@@ -207,18 +200,18 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     c.family = known->family;
     c.torch_dtype = "gguf";
     const std::string k = arch + ".";
-    c.hidden_size = positive_int(f, k + "embedding_length");
-    c.num_layers = positive_int(f, k + "block_count");
-    c.num_heads = positive_int(f, k + "attention.head_count");
-    c.num_kv_heads = f.find(k + "attention.head_count_kv") ? positive_int(f, k + "attention.head_count_kv") : c.num_heads;
-    c.intermediate_size = positive_int(f, k + "feed_forward_length");
-    c.max_position_embeddings = positive_int(f, k + "context_length");
+    c.hidden_size = f.count(k + "embedding_length");
+    c.num_layers = f.count(k + "block_count");
+    c.num_heads = f.count(k + "attention.head_count");
+    c.num_kv_heads = f.find(k + "attention.head_count_kv") ? f.count(k + "attention.head_count_kv") : c.num_heads;
+    c.intermediate_size = f.count(k + "feed_forward_length");
+    c.max_position_embeddings = f.count(k + "context_length");
     if (c.num_heads % c.num_kv_heads != 0) {
         throw LoadError(f.path() + ": " + k + "attention.head_count " + std::to_string(c.num_heads) +
                         " is not a multiple of head_count_kv " + std::to_string(c.num_kv_heads));
     }
     if (f.find(k + "attention.key_length")) {
-        c.head_dim = positive_int(f, k + "attention.key_length");
+        c.head_dim = f.count(k + "attention.key_length");
     } else {
         if (c.hidden_size % c.num_heads != 0) {
             throw LoadError(f.path() + ": " + k + "embedding_length is not a multiple of the head count and " + k +
@@ -226,7 +219,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
         }
         c.head_dim = c.hidden_size / c.num_heads;
     }
-    if (f.find(k + "attention.value_length") && positive_int(f, k + "attention.value_length") != c.head_dim) {
+    if (f.find(k + "attention.value_length") && f.count(k + "attention.value_length") != c.head_dim) {
         throw LoadError(f.path() + ": " + k + "attention.value_length differs from key_length; tensorfold needs them equal");
     }
     if (c.head_dim % 2 != 0) throw LoadError(f.path() + ": " + k + "attention.key_length must be even for RoPE");

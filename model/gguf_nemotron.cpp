@@ -48,16 +48,9 @@ constexpr std::pair<const char*, const char*> kLayerNames[] = {
 // llama.cpp's gating function numbers (gguf-py ExpertGatingFuncType).
 constexpr uint64_t kSigmoidGating = 2;
 
-int32_t count_key(const GgufFile& f, const std::string& key) {
-    const uint64_t value = f.unsigned_int(key);
-    if (value == 0 || value > INT32_MAX) {
-        throw LoadError(f.path() + ": " + key + " is " + std::to_string(value) + ", expected a positive count");
-    }
-    return static_cast<int32_t>(value);
-}
 
 int32_t optional_count(const GgufFile& f, const std::string& key, int32_t fallback) {
-    return f.find(key) ? count_key(f, key) : fallback;
+    return f.find(key) ? f.count(key) : fallback;
 }
 
 // A key llama.cpp writes per layer: the array, or a scalar for every layer;
@@ -141,15 +134,15 @@ void read_experts(const GgufFile& f, const std::string& k, ModelConfig& c) {
         throw LoadError(f.path() + ": " + k + "expert_gating_func is " + std::to_string(*g) +
                         "; a NemotronH router is a sigmoid (2), and tensorfold runs no other for this architecture");
     }
-    m.num_experts = count_key(f, k + "expert_count");
-    m.experts_per_token = count_key(f, k + "expert_used_count");
-    m.expert_intermediate = count_key(f, k + "expert_feed_forward_length");
+    m.num_experts = f.count(k + "expert_count");
+    m.experts_per_token = f.count(k + "expert_used_count");
+    m.expert_intermediate = f.count(k + "expert_feed_forward_length");
     const int32_t shared = static_cast<int32_t>(f.optional_unsigned_int(k + "expert_shared_count").value_or(0));
     if (shared > 1) {
         throw LoadError(f.path() + ": " + k + "expert_shared_count is " + std::to_string(shared) +
                         "; tensorfold runs NemotronH with one shared expert or none");
     }
-    m.shared_expert_intermediate = shared == 0 ? 0 : count_key(f, k + "expert_shared_feed_forward_length");
+    m.shared_expert_intermediate = shared == 0 ? 0 : f.count(k + "expert_shared_feed_forward_length");
     m.groups = optional_count(f, k + "expert_group_count", 1);
     m.top_groups = optional_count(f, k + "expert_group_used_count", 1);
     // Absent, llama.cpp leaves the chosen weights as they are and unscaled.
@@ -198,17 +191,17 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
     c.mlp = MlpKind::relu2;
     c.rotary = false;
     c.torch_dtype = "gguf";
-    c.hidden_size = count_key(f, k + "embedding_length");
+    c.hidden_size = f.count(k + "embedding_length");
     // A multi-token-prediction head rides as extra blocks at the end; the
     // forward does not run it, so its blocks are left out.
-    const int32_t blocks = count_key(f, k + "block_count");
+    const int32_t blocks = f.count(k + "block_count");
     const auto mtp = static_cast<int32_t>(f.optional_unsigned_int(k + "nextn_predict_layers").value_or(0));
     if (mtp >= blocks) throw LoadError(f.path() + ": " + k + "nextn_predict_layers leaves no layers");
     c.num_layers = blocks - mtp;
     // The converter writes 2^20 here for a model without RoPE, not the
     // directory's max_position_embeddings; serve with --ctx-size to bound it.
-    c.max_position_embeddings = count_key(f, k + "context_length");
-    c.num_heads = count_key(f, k + "attention.head_count");
+    c.max_position_embeddings = f.count(k + "context_length");
+    c.num_heads = f.count(k + "attention.head_count");
     const char* eps_key = f.find(k + "attention.layer_norm_rms_epsilon") ? "attention.layer_norm_rms_epsilon"
                                                                          : "attention.layer_norm_epsilon";
     c.rms_norm_eps = static_cast<float>(f.number(k + eps_key));
@@ -293,7 +286,7 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
                         " is not a multiple of head_count_kv " + std::to_string(c.num_kv_heads));
     }
     if (f.find(k + "attention.key_length")) {
-        c.head_dim = count_key(f, k + "attention.key_length");
+        c.head_dim = f.count(k + "attention.key_length");
     } else if (c.hidden_size % c.num_heads == 0) {
         c.head_dim = c.hidden_size / c.num_heads;
     } else {
@@ -301,7 +294,7 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
                         "attention.key_length is missing and embedding_length is not a multiple "
                         "of the head count");
     }
-    if (f.find(k + "attention.value_length") && count_key(f, k + "attention.value_length") != c.head_dim) {
+    if (f.find(k + "attention.value_length") && f.count(k + "attention.value_length") != c.head_dim) {
         throw LoadError(f.path() + ": " + k +
                         "attention.value_length differs from key_length; tensorfold needs them equal");
     }
@@ -316,11 +309,11 @@ void read_gguf_nemotron_h(const GgufFile& f, const std::string& arch, ModelConfi
     // Mamba2: H heads (time_step_rank) of inner_size / H channels.
     if (any_mamba || f.find(k + "ssm.time_step_rank")) {
         MambaConfig& m = c.mamba;
-        m.num_heads = count_key(f, k + "ssm.time_step_rank");
-        const int32_t inner = count_key(f, k + "ssm.inner_size");
-        m.state_size = count_key(f, k + "ssm.state_size");
-        m.groups = count_key(f, k + "ssm.group_count");
-        m.conv_kernel = count_key(f, k + "ssm.conv_kernel");
+        m.num_heads = f.count(k + "ssm.time_step_rank");
+        const int32_t inner = f.count(k + "ssm.inner_size");
+        m.state_size = f.count(k + "ssm.state_size");
+        m.groups = f.count(k + "ssm.group_count");
+        m.conv_kernel = f.count(k + "ssm.conv_kernel");
         if (inner % m.num_heads != 0 || m.num_heads % m.groups != 0) {
             throw LoadError(f.path() + ": " + k + "ssm.inner_size " + std::to_string(inner) + ", time_step_rank " +
                             std::to_string(m.num_heads) + " and group_count " + std::to_string(m.groups) +
