@@ -1,6 +1,6 @@
 // Pricing a mixture of experts' rounds by the experts they read
-// (docs/design.md, "Drafting"; issue 38: "the copy window is priced with it
-// (a round that touches more experts costs more: the policy must know)").
+// (docs/design.md, "Drafting"), so a window that would send the round to
+// more experts is charged for them.
 //
 // A forward of a mixture reads each distinct expert its rows route to once,
 // so its cost grows with the number of distinct experts as well as with its
