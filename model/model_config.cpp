@@ -374,10 +374,9 @@ void read_nemotron_h_experts(const json& root, const std::string& where, ModelCo
         require_positive(value, name, where);
     }
     if (m.latent_size < 0) throw LoadError(where + ": field \"moe_latent_size\" must not be negative");
-    if (f.integer_or("n_shared_experts", 1) != 1) {
-        throw LoadError(where + ": n_shared_experts " + std::to_string(f.integer_or("n_shared_experts", 1)) +
-                        " is not supported (one shared expert, as transformers builds)");
-    }
+    // n_shared_experts is not read: transformers builds one shared expert of
+    // moe_shared_expert_intermediate_size whatever it says, and the
+    // checkpoint's tensors are that one.
     if (m.num_experts > 1024 || m.experts_per_token > 256 || m.groups > 256) {
         throw LoadError(where + ": " + std::to_string(m.num_experts) + " experts, " + std::to_string(m.experts_per_token) +
                         " a token in " + std::to_string(m.groups) +

@@ -110,7 +110,10 @@ TEST(NemotronHConfig, ExpertLayersReadTheSigmoidRouterTheSharedExpertAndTheLaten
     expect_load_error(nemotron_h(R"(, "n_routed_experts": 8, "n_group": 4, "topk_group": 1, "num_experts_per_tok": 3)",
                                  R"("hybrid_override_pattern": "ME")"),
                       "hold enough of them");
-    expect_load_error(nemotron_h(R"(, "n_shared_experts": 2)", R"("hybrid_override_pattern": "ME")"), "n_shared_experts 2");
+    // transformers builds its one shared expert whatever n_shared_experts says.
+    EXPECT_EQ(parse_model_config(nemotron_h(R"(, "n_shared_experts": 2)", R"("hybrid_override_pattern": "ME")"), "c")
+                  .moe.shared_expert_intermediate,
+              7688);
     expect_load_error(nemotron_h(R"(, "moe_intermediate_size": 0)", R"("hybrid_override_pattern": "ME")"),
                       "\"moe_intermediate_size\" must be positive");
 }
