@@ -232,7 +232,8 @@ void read_decoder(const json& root, const std::string& where, ModelConfig& c) {
     if (!(c.rope_theta > 0)) throw LoadError(where + ": rope_theta must be positive");
 }
 
-// Qwen3MoeForCausalLM, read as transformers' configuration_qwen3_moe.py:
+// Qwen3MoeForCausalLM, read as transformers' configuration_qwen3_moe.py
+// (its defaults for absent fields):
 // layer i's MLP is the experts unless i is in mlp_only_layers or
 // (i + 1) % decoder_sparse_step != 0; norm_topk_prob defaults to false as
 // the class does (the released checkpoints write true).
@@ -240,9 +241,10 @@ void read_qwen3_moe(const json& root, const std::string& where, ModelConfig& c) 
     Fields f{root, where};
     MoeConfig& m = c.moe;
     m.router = RouterKind::softmax;
-    m.num_experts = f.integer("num_experts");
-    m.experts_per_token = f.integer("num_experts_per_tok");
-    m.expert_intermediate = f.integer("moe_intermediate_size");
+    // transformers' defaults for the fields a config may leave out.
+    m.num_experts = f.integer_or("num_experts", 128);
+    m.experts_per_token = f.integer_or("num_experts_per_tok", 8);
+    m.expert_intermediate = f.integer_or("moe_intermediate_size", 768);
     require_positive(m.num_experts, "num_experts", where);
     require_positive(m.experts_per_token, "num_experts_per_tok", where);
     require_positive(m.expert_intermediate, "moe_intermediate_size", where);

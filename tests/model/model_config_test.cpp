@@ -113,7 +113,12 @@ TEST(ModelConfig, Qwen3MoeReadsItsExpertsAndWhichLayersHaveThem) {
     EXPECT_FALSE(parse_model_config(config_text("Qwen3MoeForCausalLM", moe), "config.json").moe.norm_topk_prob);
     EXPECT_FALSE(parse_model_config(config_text("Qwen3ForCausalLM"), "config.json").moe.enabled());
 
-    expect_load_error(config_text("Qwen3MoeForCausalLM"), "\"num_experts\" is missing");
+    // transformers' defaults where a config leaves the expert fields out.
+    const ModelConfig defaults = parse_model_config(config_text("Qwen3MoeForCausalLM"), "config.json");
+    EXPECT_EQ(defaults.moe.num_experts, 128);
+    EXPECT_EQ(defaults.moe.experts_per_token, 8);
+    EXPECT_EQ(defaults.moe.expert_intermediate, 768);
+    expect_load_error(config_text("Qwen3MoeForCausalLM", R"(, "num_experts": 0)"), "\"num_experts\" must be positive");
     expect_load_error(config_text("Qwen3MoeForCausalLM", R"(, "num_experts": 4, "num_experts_per_tok": 5, "moe_intermediate_size": 32)"),
                       "num_experts_per_tok 5 is more than num_experts 4");
     expect_load_error(config_text("Qwen3MoeForCausalLM", moe + R"(, "mlp_only_layers": [7])"), "mlp_only_layers names layer 7 of 2");
