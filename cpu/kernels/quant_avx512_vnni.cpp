@@ -20,6 +20,18 @@ using namespace avx512;  // V16 and its operations
 
 #include "cpu/kernels/quant_ops_avx512.inc"
 
+// Activation rows and tiles per pass: 16 rows of one tile (16
+// accumulators, the 8 group vectors, a broadcast and the scales: 27 of the
+// 32 zmm). A verify round of 16 rows is then one pass over the weights,
+// whose memory stream overlaps all of its compute; with 12 rows it took two
+// passes of 8, the first waiting on memory and the second on compute.
+// bench-model, q06b Q8_0 forward of 16 rows, 2 threads, Zen 4: 56-57 ms with
+// 12 rows a pass against 46-47 with 16; 64 rows unchanged (2026-12-05).
+constexpr int kTiledRows = 16, kTiledTiles = 1;
+// Whether q8_0's tiles loop over the weight groups outside the rows
+// (quant_tiled_impl.inc, run_group_outer).
+constexpr bool kQ8GroupOuter = false;
+
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) { return {_mm512_dpbusd_epi32(acc.v, u.v, s.v)}; }
 // q8_0's stored q+128 against x, the -128 * sum bias in acc: VPDPBUSD as is.
 constexpr bool kQ8Bias = true;
