@@ -121,6 +121,45 @@ __attribute__((target("avx512f,avx512bw"))) double maddubs_zmm(int64_t steps) {
     return lanes[0];
 }
 
+// The nibble and 6-bit formats' sequence without VNNI: VPMADDUBSW pairs
+// summed in int16 (VPADDW), one VPMADDWD per 8 (or 2) of them, so the
+// multiply-add itself bounds the rate. The step counts one VPMADDUBSW.
+__attribute__((target("avx2"))) double maddubs_addw_ymm(int64_t steps) {
+    __m256i acc[kYmmIntChains];
+    for (auto& a : acc) a = _mm256_setzero_si256();
+    __m256i u = _mm256_set1_epi8(3);
+    const __m256i s = _mm256_set1_epi8(-2);
+    for (int64_t i = 0; i < steps; ++i) {
+#pragma GCC unroll 12
+        for (int c = 0; c < kYmmIntChains; ++c) {
+            TF_OPAQUE(u);
+            acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(u, s));
+        }
+    }
+    __m256i sum = acc[0];
+    for (int c = 1; c < kYmmIntChains; ++c) sum = _mm256_add_epi16(sum, acc[c]);
+    return static_cast<int16_t>(_mm256_extract_epi16(sum, 0));
+}
+
+__attribute__((target("avx512f,avx512bw"))) double maddubs_addw_zmm(int64_t steps) {
+    __m512i acc[kChains];
+    for (auto& a : acc) a = _mm512_setzero_si512();
+    __m512i u = _mm512_set1_epi8(3);
+    const __m512i s = _mm512_set1_epi8(-2);
+    for (int64_t i = 0; i < steps; ++i) {
+#pragma GCC unroll 12
+        for (int c = 0; c < kChains; ++c) {
+            TF_OPAQUE(u);
+            acc[c] = _mm512_add_epi16(acc[c], _mm512_maddubs_epi16(u, s));
+        }
+    }
+    __m512i sum = acc[0];
+    for (int c = 1; c < kChains; ++c) sum = _mm512_add_epi16(sum, acc[c]);
+    int16_t lanes[32];
+    _mm512_storeu_si512(lanes, sum);
+    return lanes[0];
+}
+
 // In asm: GCC 12 copies the accumulators of the VEX-encoded VPDPBUSD
 // around the loop (its destination is also a source), which halves the
 // rate a plain intrinsic loop reports.
@@ -256,6 +295,8 @@ const std::vector<PeakLoop>& peak_loops() {
         {"VDPBF16PS zmm", "GFLOP/s", kChains * 32 * 2, &has_avx512_bf16, &dpbf16_zmm},
         {"VPMADDUBSW+VPMADDWD ymm", "GOP/s", kYmmIntChains * 32 * 2, &has_avx2, &maddubs_ymm},
         {"VPMADDUBSW+VPMADDWD zmm", "GOP/s", kChains * 64 * 2, &has_avx512, &maddubs_zmm},
+        {"VPMADDUBSW+VPADDW ymm", "GOP/s", kYmmIntChains * 32 * 2, &has_avx2, &maddubs_addw_ymm},
+        {"VPMADDUBSW+VPADDW zmm", "GOP/s", kChains * 64 * 2, &has_avx512, &maddubs_addw_zmm},
         {"VPDPBUSD ymm (AVX-VNNI)", "GOP/s", kChains * 32 * 2, &has_avx_vnni, &dpbusd_ymm},
         {"VPDPBUSD zmm (AVX512-VNNI)", "GOP/s", kChains * 64 * 2, &has_avx512_vnni, &dpbusd_zmm},
         {"AMX TDPBUSD", "GOP/s", 4 * 16 * 16 * 64 * 2, &has_amx_int8, &amx_int8},

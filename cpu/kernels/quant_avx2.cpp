@@ -33,6 +33,31 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
                     {_mm256_sign_epi8(x.lo, q_lo), _mm256_sign_epi8(x.hi, q_hi)});
 }
 
+// Small weights (nibbles, q6_k's 6 bits) against activations of at most 127
+// in magnitude: a VPMADDUBSW pair is at most 2 * (2^kBits - 1) * 127, so
+// 8 nibble pairs (30,480) or 2 six-bit pairs (32,004) add up in int16
+// without overflow, and one VPMADDWD widens their exact sum. That halves
+// the multiply uops of q4_0 and q4_k against a VPMADDWD per group.
+constexpr bool kSmallSumsInInt16 = true;
+template <int kBits, int N>
+inline I32 small_dot_groups(I32 acc, const I8* w, const int8_t* x) {
+    constexpr int kChunk = 32767 / (2 * ((1 << kBits) - 1) * 127);
+    static_assert(kChunk >= 2);
+    const __m256i ones = _mm256_set1_epi16(1);
+    #pragma GCC unroll 8
+    for (int g0 = 0; g0 < N; g0 += kChunk) {
+        const __m256i x0 = _mm256_set1_epi32(four_bytes(x + 4 * g0));
+        __m256i lo = _mm256_maddubs_epi16(w[g0].lo, x0), hi = _mm256_maddubs_epi16(w[g0].hi, x0);
+        for (int g = g0 + 1; g < std::min(N, g0 + kChunk); ++g) {
+            const __m256i xg = _mm256_set1_epi32(four_bytes(x + 4 * g));
+            lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w[g].lo, xg));
+            hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w[g].hi, xg));
+        }
+        acc = {_mm256_add_epi32(acc.lo, _mm256_madd_epi16(lo, ones)), _mm256_add_epi32(acc.hi, _mm256_madd_epi16(hi, ones))};
+    }
+    return acc;
+}
+
 #include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace

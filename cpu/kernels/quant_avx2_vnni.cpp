@@ -26,6 +26,8 @@ inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
 constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
 
+constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
+
 #include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace

@@ -42,6 +42,23 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
     return dot_u8s8(acc, I8{_mm512_abs_epi8(q)}, I8{signed_x});
 }
 
+// Small weights (nibbles, q6_k's 6 bits): their VPMADDUBSW pairs add up in
+// int16 before one VPMADDWD, as on avx2 (quant_avx2.cpp says why it is exact).
+constexpr bool kSmallSumsInInt16 = true;
+template <int kBits, int N>
+inline I32 small_dot_groups(I32 acc, const I8* w, const int8_t* x) {
+    constexpr int kChunk = 32767 / (2 * ((1 << kBits) - 1) * 127);
+    static_assert(kChunk >= 2);
+    #pragma GCC unroll 8
+    for (int g0 = 0; g0 < N; g0 += kChunk) {
+        __m512i sum = _mm512_maddubs_epi16(w[g0].v, _mm512_set1_epi32(four_bytes(x + 4 * g0)));
+        for (int g = g0 + 1; g < std::min(N, g0 + kChunk); ++g)
+            sum = _mm512_add_epi16(sum, _mm512_maddubs_epi16(w[g].v, _mm512_set1_epi32(four_bytes(x + 4 * g))));
+        acc = {_mm512_add_epi32(acc.v, _mm512_madd_epi16(sum, _mm512_set1_epi16(1)))};
+    }
+    return acc;
+}
+
 #include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace

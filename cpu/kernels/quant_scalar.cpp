@@ -87,6 +87,8 @@ constexpr int kTiledRows = 2, kTiledTiles = 2;
 // (quant_tiled_impl.inc, run_group_outer).
 constexpr bool kQ8GroupOuter = false;
 
+constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
+
 #include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace
