@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
             std::vector<std::pair<std::string, Matrix>> matrices;
             if (p.quantized) {
                 for (auto type : {tf::model::QuantType::q8_0, tf::model::QuantType::q4_0, tf::model::QuantType::q4_k,
-                                  tf::model::QuantType::q6_k})
+                                  tf::model::QuantType::q6_k, tf::model::QuantType::q5_k})
                     matrices.emplace_back(tf::model::quant_type_name(type), quantized_matrix(type, o.n, o.k));
             } else {
                 matrices.emplace_back("bf16", bf16_matrix(o.n, o.k));

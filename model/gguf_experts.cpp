@@ -230,7 +230,7 @@ TensorView router_in_f32(TensorView router, std::vector<std::vector<std::byte>>&
         }
     } else {
         throw LoadError(router.file + ": tensor " + named + " has type " + router.dtype_text +
-                        ", which tensorfold cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+                        ", which tensorfold cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
     }
     router.dtype_text = "F32 (from " + router.dtype_text + ")";
     router.dtype = DType::f32;

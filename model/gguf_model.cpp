@@ -107,6 +107,7 @@ std::optional<QuantType> quant_of(uint32_t type) {
         case ggml_type::q4_0: return QuantType::q4_0;
         case ggml_type::q4_k: return QuantType::q4_k;
         case ggml_type::q6_k: return QuantType::q6_k;
+        case ggml_type::q5_k: return QuantType::q5_k;
         default: return std::nullopt;
     }
 }

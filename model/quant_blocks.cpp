@@ -10,11 +10,11 @@ namespace tf::model {
 
 namespace {
 
-// One sub-block of q4_k: x ~ scale*q + offset, q in 0..15, offset <= 0 (the
-// format stores -offset as a non-negative min). A few rounds of "assign q,
-// then refit scale and offset by least squares", starting from the range;
-// keeps the best squared error seen.
-void fit_affine(const float* x, int n, float& scale, float& offset) {
+// One sub-block of q4_k (top 15) or q5_k (top 31): x ~ scale*q + offset,
+// q in 0..top, offset <= 0 (the format stores -offset as a non-negative
+// min). A few rounds of "assign q, then refit scale and offset by least
+// squares", starting from the range; keeps the best squared error seen.
+void fit_affine(const float* x, int n, int top, float& scale, float& offset) {
     float lo = x[0], hi = x[0];
     for (int i = 1; i < n; ++i) {
         lo = std::min(lo, x[i]);
@@ -27,11 +27,11 @@ void fit_affine(const float* x, int n, float& scale, float& offset) {
         return;
     }
     float best_error = INFINITY, best_scale = 0.0f, best_offset = lo;
-    float s = (hi - lo) / 15.0f, o = lo;
+    float s = (hi - lo) / static_cast<float>(top), o = lo;
     for (int round = 0; round < 6 && s > 0.0f; ++round) {
         double sq = 0, sqq = 0, sx = 0, sqx = 0, error = 0;
         for (int i = 0; i < n; ++i) {
-            const int q = std::clamp(static_cast<int>(std::lround((x[i] - o) / s)), 0, 15);
+            const int q = std::clamp(static_cast<int>(std::lround((x[i] - o) / s)), 0, top);
             const double r = x[i] - (s * q + o);
             error += r * r;
             sq += q;
@@ -89,24 +89,48 @@ void quantize_q4_0(const float* x, BlockQ4_0& b) {
     }
 }
 
-void quantize_q4_k(const float* x, BlockQ4_K& b) {
+// The scales and mins of q4_k and q5_k (top 15 or 31): each sub-block's
+// fit, d and dmin mapping the largest to 63, and the 6-bit sc[] and m[].
+void fit_k_scales(const float* x, int top, uint16_t& d_bits, uint16_t& dmin_bits, uint8_t* sc, uint8_t* m) {
     float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
     for (int s = 0; s < 8; ++s) {
         float offset;
-        fit_affine(x + 32 * s, 32, scale[s], offset);
+        fit_affine(x + 32 * s, 32, top, scale[s], offset);
         min[s] = -offset;
         max_scale = std::max(max_scale, scale[s]);
         max_min = std::max(max_min, min[s]);
     }
-    b.d = float_to_fp16(max_scale / 63.0f);
-    b.dmin = float_to_fp16(max_min / 63.0f);
-    const float d = fp16_to_float(b.d), dmin = fp16_to_float(b.dmin);
-    uint8_t sc[8], m[8];
+    d_bits = float_to_fp16(max_scale / 63.0f);
+    dmin_bits = float_to_fp16(max_min / 63.0f);
+    const float d = fp16_to_float(d_bits), dmin = fp16_to_float(dmin_bits);
     for (int s = 0; s < 8; ++s) {
         sc[s] = d > 0.0f ? static_cast<uint8_t>(std::clamp(std::lround(scale[s] / d), 0L, 63L)) : 0;
         m[s] = dmin > 0.0f ? static_cast<uint8_t>(std::clamp(std::lround(min[s] / dmin), 0L, 63L)) : 0;
     }
+}
+
+void quantize_q5_k(const float* x, BlockQ5_K& b) {
+    uint8_t sc[8], m[8];
+    fit_k_scales(x, 31, b.d, b.dmin, sc, m);
     pack_q4k_scales(sc, m, b.scales);
+    const float d = fp16_to_float(b.d), dmin = fp16_to_float(b.dmin);
+    std::memset(b.qs, 0, sizeof b.qs);
+    std::memset(b.qh, 0, sizeof b.qh);
+    for (int s = 0; s < 8; ++s) {
+        const float step = d * sc[s], shift = dmin * m[s];
+        for (int l = 0; l < 32; ++l) {
+            const int q = step > 0.0f ? std::clamp(static_cast<int>(std::lround((x[32 * s + l] + shift) / step)), 0, 31) : 0;
+            b.qs[32 * (s / 2) + l] |= static_cast<uint8_t>(s % 2 == 0 ? (q & 0xF) : (q & 0xF) << 4);
+            b.qh[l] |= static_cast<uint8_t>((q >> 4) << s);
+        }
+    }
+}
+
+void quantize_q4_k(const float* x, BlockQ4_K& b) {
+    uint8_t sc[8], m[8];
+    fit_k_scales(x, 15, b.d, b.dmin, sc, m);
+    pack_q4k_scales(sc, m, b.scales);
+    const float d = fp16_to_float(b.d), dmin = fp16_to_float(b.dmin);
     std::memset(b.qs, 0, sizeof b.qs);
     for (int s = 0; s < 8; ++s) {
         const float step = d * sc[s], shift = dmin * m[s];
@@ -171,6 +195,7 @@ const char* quant_type_name(QuantType type) {
         case QuantType::q4_0: return "q4_0";
         case QuantType::q4_k: return "q4_k";
         case QuantType::q6_k: return "q6_k";
+        case QuantType::q5_k: return "q5_k";
     }
     return "?";
 }
@@ -178,9 +203,9 @@ const char* quant_type_name(QuantType type) {
 QuantType parse_quant_type(const std::string& text) {
     std::string lower = text;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k})
+    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k, QuantType::q5_k})
         if (lower == quant_type_name(type)) return type;
-    throw std::invalid_argument("quantization \"" + text + "\" is not one of q8_0, q4_0, q4_k, q6_k");
+    throw std::invalid_argument("quantization \"" + text + "\" is not one of q8_0, q4_0, q4_k, q6_k, q5_k");
 }
 
 int64_t quant_block_elements(QuantType type) {
@@ -193,6 +218,7 @@ size_t quant_block_bytes(QuantType type) {
         case QuantType::q4_0: return sizeof(BlockQ4_0);
         case QuantType::q4_k: return sizeof(BlockQ4_K);
         case QuantType::q6_k: return sizeof(BlockQ6_K);
+        case QuantType::q5_k: return sizeof(BlockQ5_K);
     }
     return 0;
 }
@@ -214,6 +240,7 @@ void quantize_row(QuantType type, const float* x, int64_t n, void* out) {
             case QuantType::q4_0: quantize_q4_0(v, static_cast<BlockQ4_0*>(out)[i]); break;
             case QuantType::q4_k: quantize_q4_k(v, static_cast<BlockQ4_K*>(out)[i]); break;
             case QuantType::q6_k: quantize_q6_k(v, static_cast<BlockQ6_K*>(out)[i]); break;
+            case QuantType::q5_k: quantize_q5_k(v, static_cast<BlockQ5_K*>(out)[i]); break;
         }
     }
 }
@@ -249,6 +276,18 @@ void dequantize_row(QuantType type, const void* blocks, int64_t n, float* out) {
                         const int q = s % 2 == 0 ? (byte & 0xF) : (byte >> 4);
                         out[256 * i + 32 * s + l] = step * static_cast<float>(q) - shift;
                     }
+                }
+                break;
+            }
+            case QuantType::q5_k: {
+                const BlockQ5_K& b = static_cast<const BlockQ5_K*>(blocks)[i];
+                const float d = fp16_to_float(b.d), dmin = fp16_to_float(b.dmin);
+                for (int s = 0; s < 8; ++s) {
+                    uint8_t sc, m;
+                    q4k_scale_min(s, b.scales, sc, m);
+                    const float step = d * sc, shift = dmin * m;  // both exact
+                    for (int l = 0; l < 32; ++l)
+                        out[256 * i + 32 * s + l] = step * static_cast<float>(q5k_quant(b, 32 * s + l)) - shift;
                 }
                 break;
             }

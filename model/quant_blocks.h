@@ -14,6 +14,10 @@
 //   q6_k  {uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d}: 256
 //         weights in 16 sub-blocks of 16, q = 6 bits from ql (low 4) and qh
 //         (high 2) as q6k_quant lays them out         x = d*scale*(q - 32)
+//   q5_k  {fp16 d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]}:
+//         q4_k's sub-blocks, scales and nibbles, and a fifth bit per
+//         weight: element l of sub-block j has bit j of qh[l] as its bit 4
+//         (q5k_quant), q in 0..31                      x = d*sc*q - dmin*m
 #pragma once
 
 #include <cstddef>
@@ -23,9 +27,9 @@
 
 namespace tf::model {
 
-enum class QuantType { q8_0, q4_0, q4_k, q6_k };
+enum class QuantType { q8_0, q4_0, q4_k, q6_k, q5_k };
 
-// "q8_0", "q4_0", "q4_k", "q6_k".
+// "q8_0", "q4_0", "q4_k", "q6_k", "q5_k".
 const char* quant_type_name(QuantType type);
 // The names above (case-insensitive, so GGUF's "Q4_K" too); throws
 // std::invalid_argument naming the accepted ones.
@@ -51,10 +55,18 @@ struct BlockQ6_K {
     int8_t scales[16];
     uint16_t d;
 };
+struct BlockQ5_K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qh[32];
+    uint8_t qs[128];
+};
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ5_K) == 176);
 
 // Weights per block: 32 for q8_0 and q4_0, 256 for the k-quants.
 int64_t quant_block_elements(QuantType type);
@@ -64,8 +76,9 @@ size_t quant_block_bytes(QuantType type);
 size_t quant_row_bytes(QuantType type, int64_t cols);
 
 // x -> blocks, n a multiple of quant_block_elements(type). q8_0 and q4_0
-// compute what ggml's reference quantizers compute; q4_k and q6_k search
-// each sub-block's scale (and q4_k's min) for the least squared error.
+// compute what ggml's reference quantizers compute; the k-quants search
+// each sub-block's scale (and q4_k's and q5_k's min) for the least squared
+// error.
 void quantize_row(QuantType type, const float* x, int64_t n, void* out);
 // Blocks (GGUF layout) -> n floats, each d*... rounded as the header says.
 void dequantize_row(QuantType type, const void* blocks, int64_t n, float* out);
@@ -93,6 +106,14 @@ inline int q6k_quant(const BlockQ6_K& b, int e) {
     const int lo = g < 2 ? (low & 0xF) : (low >> 4);
     const int hi = (b.qh[32 * half + l] >> (2 * g)) & 3;
     return lo | (hi << 4);
+}
+
+// q5_k element e (0..255) of a block as its unsigned 5-bit value.
+inline int q5k_quant(const BlockQ5_K& b, int e) {
+    const int j = e / 32, l = e % 32;
+    const uint8_t byte = b.qs[32 * (j / 2) + l];
+    const int low = j % 2 == 0 ? (byte & 0xF) : (byte >> 4);
+    return low | (((b.qh[l] >> j) & 1) << 4);
 }
 
 // IEEE half <-> float. fp16_to_float is exact; float_to_fp16 rounds to

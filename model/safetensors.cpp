@@ -246,7 +246,7 @@ const TensorView& Checkpoint::require(const std::string& name, const std::vector
     const std::string named = view->stored_name.empty() ? name : view->stored_name + " (" + name + ")";
     if (view->dtype == DType::other && !view->quant) {
         throw LoadError(view->file + ": tensor " + named + " has dtype " + view->dtype_text +
-                        ", expected BF16, F16 or F32" + (view->file.ends_with(".gguf") ? " (or Q8_0, Q4_0, Q4_K, Q6_K)" : ""));
+                        ", expected BF16, F16 or F32" + (view->file.ends_with(".gguf") ? " (or Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)" : ""));
     }
     if (view->shape != shape) {
         throw LoadError(view->file + ": tensor " + named + " has shape " + shape_text(view->shape) + ", expected " +

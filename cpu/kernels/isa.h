@@ -61,6 +61,7 @@ enum class WeightFormat {
     q4_0,
     q4_k,
     q6_k,
+    q5_k,
 };
 
 // A weight matrix W of `rows` output features by `cols` inputs with `stride`

@@ -26,7 +26,8 @@ size_t quant_tile_head_bytes(model::QuantType type, int64_t cols) {
     switch (type) {
         case model::QuantType::q8_0:
         case model::QuantType::q4_0: return pad64(static_cast<size_t>(cols / 32) * 32);
-        case model::QuantType::q4_k: return pad64(static_cast<size_t>(cols / 256) * 320);
+        case model::QuantType::q4_k:
+        case model::QuantType::q5_k: return pad64(static_cast<size_t>(cols / 256) * 320);
         case model::QuantType::q6_k: return pad64(static_cast<size_t>(cols / 256) * 288);
     }
     return 0;
@@ -38,6 +39,7 @@ size_t quant_tile_bytes(model::QuantType type, int64_t cols) {
         case model::QuantType::q4_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 256;
         case model::QuantType::q4_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 2048;
         case model::QuantType::q6_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 3072;
+        case model::QuantType::q5_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 2560;
     }
     return 0;
 }
@@ -96,6 +98,22 @@ void repack_quant(model::QuantType type, const void* gguf_rows, int32_t rows, in
                                 const uint8_t byte = block.qs[32 * (j / 2) + l];
                                 return j % 2 == 0 ? byte & 0xF : byte >> 4;
                             });
+                        }
+                        break;
+                    }
+                    case model::QuantType::q5_k: {
+                        model::BlockQ5_K block;
+                        std::memcpy(&block, src + sizeof(model::BlockQ5_K) * b, sizeof block);
+                        uint8_t* head = tile + 320 * b;
+                        std::memcpy(head + 2 * r, &block.d, 2);
+                        std::memcpy(head + 32 + 2 * r, &block.dmin, 2);
+                        for (int32_t j = 0; j < 8; ++j) {
+                            model::q4k_scale_min(j, block.scales, head[64 + 16 * j + r], head[192 + 16 * j + r]);
+                            uint8_t* qj = quants + 2560 * b + 320 * j;
+                            put_nibbles(qj, r, [&](int32_t e) { return model::q5k_quant(block, 32 * j + e) & 0xF; });
+                            for (int32_t e = 0; e < 32; ++e)  // group e/4: bit e/4 of the lane byte
+                                qj[256 + 4 * r + e % 4] |=
+                                    static_cast<uint8_t>((model::q5k_quant(block, 32 * j + e) >> 4) << (e / 4));
                         }
                         break;
                     }

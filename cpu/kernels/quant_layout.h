@@ -9,7 +9,7 @@
 
 namespace tf::cpu::kernels {
 
-// The matmul's weight layout (WeightFormat::q8_0 / q4_0 / q4_k / q6_k):
+// The matmul's weight layout (WeightFormat::q8_0 / q4_0 / q4_k / q6_k / q5_k):
 // rows (the output columns) in tiles of kQuantTileRows = 16, padded with
 // zero rows, each tile a head of scales, padded to 64 bytes, then its
 // quants. Every 64-byte quant vector holds 16 lanes of 4 bytes, lane r
@@ -33,6 +33,10 @@ namespace tf::cpu::kernels {
 //         then two vectors of high 2 bits, group g's in vector g/4 at bits
 //         2(g%4), 2(g%4)+1 of the lane byte (q unsigned 0..63, x =
 //         d*scale*(q-32)).
+//   q5_k, per super-block s: head as q4_k's; quants at 2560s: sub-block j
+//         at 2560s + 320j: its low 4 bits in q4_0's nibble layout (256
+//         bytes), then one vector of fifth bits, group g's at bit g of the
+//         lane byte (q unsigned 0..31).
 constexpr int32_t kQuantTileRows = 16;
 // Bytes of one tile's head (padded to 64) and of a whole tile, cols wide.
 size_t quant_tile_head_bytes(model::QuantType type, int64_t cols);

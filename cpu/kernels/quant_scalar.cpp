@@ -72,6 +72,12 @@ inline I8 with_high(const I8& low, const I8& high) {
         r.b[i] = static_cast<int8_t>(low.b[i] | (((static_cast<uint8_t>(high.b[i]) >> (2 * G)) & 3) << 4));
     return r;
 }
+template <int G>
+inline I8 with_bit(const I8& low, const I8& high) {
+    I8 r;
+    for (int i = 0; i < 64; ++i) r.b[i] = static_cast<int8_t>(low.b[i] | (((static_cast<uint8_t>(high.b[i]) >> G) & 1) << 4));
+    return r;
+}
 inline V16 lanes_i8(const int8_t* p) {
     V16 v;
     for (int l = 0; l < 16; ++l) v.lane[l] = static_cast<float>(p[l]);

@@ -25,7 +25,7 @@ namespace {
 using testing::random_floats;
 
 constexpr model::QuantType kTypes[] = {model::QuantType::q8_0, model::QuantType::q4_0, model::QuantType::q4_k,
-                                       model::QuantType::q6_k};
+                                       model::QuantType::q6_k, model::QuantType::q5_k};
 
 float bits_to_float(uint32_t bits) {
     float f;
@@ -91,6 +91,7 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(model::quant_block_bytes(model::QuantType::q4_0), 18u);
     EXPECT_EQ(model::quant_block_bytes(model::QuantType::q4_k), 144u);
     EXPECT_EQ(model::quant_block_bytes(model::QuantType::q6_k), 210u);
+    EXPECT_EQ(model::quant_block_bytes(model::QuantType::q5_k), 176u);
     EXPECT_EQ(model::quant_block_elements(model::QuantType::q8_0), 32);
     EXPECT_EQ(model::quant_block_elements(model::QuantType::q6_k), 256);
     EXPECT_EQ(model::quant_row_bytes(model::QuantType::q4_0, 96), 54u);
@@ -100,6 +101,7 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_0, 17, 96), 2u * (128 + 3 * 256));
     EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_k, 16, 512), 640u + 2 * 2048);
     EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q6_k, 3, 256), 320u + 3072);
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q5_k, 16, 512), 640u + 2 * 2560);
     EXPECT_EQ(quant_activation_row_bytes(96), 3u * 64);
 }
 
@@ -142,7 +144,8 @@ TEST(QuantBlocks, RepackInterleavesSixteenRowsPerTileAsTheHeaderSays) {
 TEST(QuantBlocks, NamesParseAndPrint) {
     for (model::QuantType type : kTypes) EXPECT_EQ(model::parse_quant_type(model::quant_type_name(type)), type);
     EXPECT_EQ(model::parse_quant_type("Q4_K"), model::QuantType::q4_k);
-    EXPECT_THROW(model::parse_quant_type("q5_k"), std::invalid_argument);
+    EXPECT_EQ(model::parse_quant_type("Q5_K"), model::QuantType::q5_k);
+    EXPECT_THROW(model::parse_quant_type("q3_k"), std::invalid_argument);
     EXPECT_THROW(quant_kernels(Isa::scalar, true), std::invalid_argument);
 }
 
@@ -219,7 +222,7 @@ TEST(QuantBlocks, ReferenceQuantizersReproduceLlamaCppBlocks) {
 // Relative RMS error of quantize -> dequantize on uniform values, per type,
 // and no element off by more than its block's step allows.
 TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
-    const double bound[] = {0.006, 0.08, 0.07, 0.02};  // q8_0, q4_0, q4_k, q6_k
+    const double bound[] = {0.006, 0.08, 0.07, 0.02, 0.035};  // q8_0, q4_0, q4_k, q6_k, q5_k
     for (model::QuantType type : kTypes) {
         const int64_t n = 256 * 16;
         const auto x = random_floats(n, 7, 1.0f);
@@ -235,7 +238,7 @@ TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
         }
         EXPECT_LT(std::sqrt(error / signal), bound[static_cast<int>(type)]) << model::quant_type_name(type);
         // the coarsest step of the format over a range of 2, plus fp16 scale rounding
-        const double step[] = {2.0 / 254, 2.0 / 15, 2.0 / 15, 2.0 / 63};
+        const double step[] = {2.0 / 254, 2.0 / 15, 2.0 / 15, 2.0 / 63, 2.0 / 31};
         EXPECT_LT(worst, step[static_cast<int>(type)]) << model::quant_type_name(type);
     }
 }
@@ -339,7 +342,7 @@ const Shape kShapes[] = {
     {model::QuantType::q8_0, 32},  {model::QuantType::q8_0, 160}, {model::QuantType::q8_0, 512},
     {model::QuantType::q4_0, 96},  {model::QuantType::q4_0, 288}, {model::QuantType::q4_0, 256},
     {model::QuantType::q4_k, 256}, {model::QuantType::q4_k, 768}, {model::QuantType::q6_k, 256},
-    {model::QuantType::q6_k, 768},
+    {model::QuantType::q6_k, 768}, {model::QuantType::q5_k, 256}, {model::QuantType::q5_k, 768},
 };
 
 TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
@@ -364,7 +367,8 @@ TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
 TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
     const int32_t M = 19, N = 45;
     for (const Shape& shape : {Shape{model::QuantType::q8_0, 160}, Shape{model::QuantType::q4_0, 96},
-                               Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 256}}) {
+                               Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 256},
+                               Shape{model::QuantType::q5_k, 512}}) {
         const QuantMatrix m(shape.type, N, shape.K, 21);
         const auto x = random_floats(static_cast<size_t>(M) * shape.K, 22);
         const auto xs = pack(x, M, shape.K);
@@ -429,6 +433,18 @@ float ordered_dot(model::QuantType type, const uint8_t* gguf_row, const QuantAct
                 p = std::fmaf(model::fp16_to_float(w.dmin) * mn, a.min_x, p);
                 break;
             }
+            case model::QuantType::q5_k: {
+                model::BlockQ5_K w;
+                std::memcpy(&w, gguf_row + sizeof w * (b / 8), sizeof w);
+                const int32_t j = b % 8;
+                uint8_t sc, mn;
+                model::q4k_scale_min(j, w.scales, sc, mn);
+                int32_t i = 0;
+                for (int e = 0; e < 32; ++e) i += model::q5k_quant(w, 32 * j + e) * a.q[e];
+                p = std::fmaf(model::fp16_to_float(w.d) * sc * a.d, static_cast<float>(i), p);
+                p = std::fmaf(model::fp16_to_float(w.dmin) * mn, a.min_x, p);
+                break;
+            }
             case model::QuantType::q6_k: {
                 model::BlockQ6_K w;
                 std::memcpy(&w, gguf_row + sizeof w * (b / 8), sizeof w);
@@ -448,7 +464,8 @@ float ordered_dot(model::QuantType type, const uint8_t* gguf_row, const QuantAct
 TEST(QuantMatmul, EveryOutputIsTheDocumentedChainOfMultiplyAdds) {
     const int32_t M = 3, N = 21;
     for (const Shape& shape : {Shape{model::QuantType::q8_0, 160}, Shape{model::QuantType::q4_0, 96},
-                               Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 512}}) {
+                               Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 512},
+                               Shape{model::QuantType::q5_k, 512}}) {
         const QuantMatrix m(shape.type, N, shape.K, 51);
         const auto xs = pack(random_floats(static_cast<size_t>(M) * shape.K, 52), M, shape.K);
         const auto ours = run(quant_kernels(Isa::scalar, false), xs, M, m.w, 0, N);
@@ -469,7 +486,8 @@ TEST(QuantMatmul, IsCloseToTheDoubleReferenceOfItsInputs) {
     const int32_t N = 29;  // the last tile of 16 rows partly padding
     for (int32_t M : {1, 6})  // the one-row (decode) kernel and a row pass
         for (const Shape& shape : {Shape{model::QuantType::q8_0, 1056}, Shape{model::QuantType::q4_0, 1056},
-                                   Shape{model::QuantType::q4_k, 1024}, Shape{model::QuantType::q6_k, 1024}}) {
+                                   Shape{model::QuantType::q4_k, 1024}, Shape{model::QuantType::q6_k, 1024},
+                                   Shape{model::QuantType::q5_k, 1024}}) {
             const int32_t K = shape.K;
             const QuantMatrix m(shape.type, N, K, 31);
             const auto xs = pack(random_floats(static_cast<size_t>(M) * K, 32), M, K);

@@ -18,7 +18,7 @@ namespace {
 using testing::GgufWriter;
 using testing::TempDir;
 
-constexpr uint32_t kQ5_K = 13;  // a real ggml type tensorfold has no kernel for
+constexpr uint32_t kQ3_K = 11;  // a real ggml type tensorfold has no kernel for
 
 // A one-layer qwen3 of width 256 (heads of 128), every tensor F32 but
 // attn_q, which takes `q_type`.
@@ -36,7 +36,7 @@ GgufWriter one_layer(const std::string& arch, uint32_t q_type) {
         .strings("tokenizer.ggml.tokens", {"a", "b", "c", "d", "e", "f", "g", "h"});
     w.tensor("token_embd.weight", {256, 8}).tensor("output_norm.weight", {256}).tensor("blk.0.attn_norm.weight", {256});
     GgufWriter::Tensor q{"blk.0.attn_q.weight", {256, 256}, q_type, {}, {}, {}};
-    if (q_type == kQ5_K) q.data_bytes = 256 * 176;  // 256 rows of one 176-byte block
+    if (q_type == kQ3_K) q.data_bytes = 256 * 110;  // 256 rows of one 110-byte block
     w.tensor(q)
         .tensor("blk.0.attn_k.weight", {256, 128})
         .tensor("blk.0.attn_v.weight", {256, 128})
@@ -88,9 +88,9 @@ TEST(GgufModelRefusal, AMissingKey) {
 }
 
 TEST(GgufModelRefusal, ATensorTypeWithoutAKernelNamesTheTensorAndType) {
-    const std::string message = load_error(one_layer("qwen3", kQ5_K));
+    const std::string message = load_error(one_layer("qwen3", kQ3_K));
     EXPECT_NE(message.find("blk.0.attn_q.weight"), std::string::npos) << message;
-    EXPECT_NE(message.find("Q5_K"), std::string::npos) << message;
+    EXPECT_NE(message.find("Q3_K"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -134,6 +134,17 @@ TEST(GgufModel, Q4_0GreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("tin
 TEST(GgufModel, Q8_0GreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("tinycode-q8_0.gguf"); }
 TEST(GgufModel, Q4_K_MGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq512-q4_k_m.gguf"); }
 TEST(GgufModel, Q6_KGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq512-q6_k.gguf"); }
+TEST(GgufModel, Q5_K_MGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq256-q5_k_m.gguf"); }
+
+TEST(GgufModel, Q5_KTensorsRunAsQ5_K) {
+    REQUIRE_GGUF(path, "kq256-q5_k_m.gguf");
+    auto backend = cpu::load_cpu_backend(path, 1, cpu::kernels::best_isa());
+    const cpu::Weights& w = backend->weights();
+    EXPECT_EQ(w.layers()[0].wq.format, cpu::kernels::WeightFormat::q5_k);
+    EXPECT_EQ(w.layers()[0].w_down.format, cpu::kernels::WeightFormat::q5_k);
+    EXPECT_EQ(w.layers()[1].w_down.format, cpu::kernels::WeightFormat::q6_k);  // Q5_K_M keeps some in Q6_K
+    EXPECT_NE(w.summary().find("q5_k"), std::string::npos) << w.summary();
+}
 
 TEST(GgufModel, QuantizedTensorsKeepTheirTypes) {
     REQUIRE_GGUF(path, "kq512-q4_k_m.gguf");

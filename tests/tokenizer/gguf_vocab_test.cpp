@@ -48,7 +48,7 @@ TEST(GgufTokenizer, TinycodesGgufTokenizesAsLlamaCppAndTheHuggingFaceFiles) {
         EXPECT_EQ(gguf.decode(ids), prompt);
         ++prompts;
     }
-    EXPECT_EQ(prompts, 66);  // 6 prompts on each of 11 files, all with tinycode's tokenizer
+    EXPECT_EQ(prompts, 72);  // 6 prompts on each of 12 files, all with tinycode's tokenizer
     for (const char* special : {"<|im_start|>", "<|im_end|>", "<|endoftext|>"}) {
         EXPECT_EQ(gguf.encode(special), hf.encode(special)) << special;
         EXPECT_EQ(gguf.encode(special).size(), 1u) << special;
