@@ -157,7 +157,7 @@ double matmul_rate(MatmulFn kernel, PackRowsFn pack, size_t row_bytes, const Wei
 struct Path {
     std::string name;
     std::string peak;        // the PeakLoop it is measured against
-    std::string small_peak;  // the one for q4_0, q4_k, q6_k where it differs (int16 sums)
+    std::string small_peak;  // the one for the 4- to 6-bit formats where it differs (int16 sums)
     MatmulFn kernel;
     PackRowsFn pack;
     size_t row_bytes;
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
             std::vector<std::pair<std::string, Matrix>> matrices;
             if (p.quantized) {
                 for (auto type : {tf::model::QuantType::q8_0, tf::model::QuantType::q4_0, tf::model::QuantType::q4_k,
-                                  tf::model::QuantType::q6_k, tf::model::QuantType::q5_k})
+                                  tf::model::QuantType::q6_k, tf::model::QuantType::q5_k, tf::model::QuantType::q5_0})
                     matrices.emplace_back(tf::model::quant_type_name(type), quantized_matrix(type, o.n, o.k));
             } else {
                 matrices.emplace_back("bf16", bf16_matrix(o.n, o.k));

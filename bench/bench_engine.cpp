@@ -4,7 +4,7 @@
 // whether the tokens are identical to plain decoding. Prints a Markdown table
 // for docs/performance.md.
 //
-//   bench-engine [MODEL_DIR] [--threads N] [--tokens N] [--quantize q8_0|q4_0|q4_k|q5_k|q6_k]
+//   bench-engine [MODEL_DIR] [--threads N] [--tokens N] [--quantize q8_0|q4_0|q5_0|q4_k|q5_k|q6_k]
 //                [--device cpu|cuda]
 //
 // --device cuda runs the same table on the CUDA backend (tools/gpu-check

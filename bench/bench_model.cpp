@@ -11,7 +11,7 @@
 // rather than prefilled, and eight streams run only where their KV fits in
 // kStreamsBudget; --kv-type picks the cache's element type (default f16).
 //
-//   build/bench-model [--model=DIR] [--quantize=q8_0|q4_0|q4_k|q5_k|q6_k] [--kv-type=f16|bf16|f32]
+//   build/bench-model [--model=DIR] [--quantize=q8_0|q4_0|q5_0|q4_k|q5_k|q6_k] [--kv-type=f16|bf16|f32]
 //                     [--prefill-tokens=512] [--benchmark_min_time=0.3] [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 

@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
                                     kernels::Activations::bf16, std::nullopt, kv});
         }
         for (auto type :
-             {model::QuantType::q8_0, model::QuantType::q6_k, model::QuantType::q5_k, model::QuantType::q4_k,
-              model::QuantType::q4_0}) {
+             {model::QuantType::q8_0, model::QuantType::q6_k, model::QuantType::q5_k, model::QuantType::q5_0,
+              model::QuantType::q4_k, model::QuantType::q4_0}) {
             for (kernels::KvType kv : {kernels::KvType::f32, kernels::kDefaultKvType})
                 variants.push_back({model::quant_type_name(type),
                                     std::string(kernels::isa_name(isa)) + ", int8 activations",

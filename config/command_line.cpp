@@ -56,10 +56,10 @@ struct ServeFlags {
 void add_quantize(CLI::App& command, std::string& quantize) {
     command
         .add_option("--quantize", quantize,
-                    "Quantize every matmul weight at load, CPU backend: q8_0 (8-bit), q4_0 (4-bit), q4_k, q5_k or q6_k "
+                    "Quantize every matmul weight at load, CPU backend: q8_0 (8-bit), q4_0, q5_0 (4- and 5-bit), q4_k, q5_k or q6_k "
                     "(4-, 5- and 6-bit k-quants; matrices whose rows are not a multiple of 256 take q8_0); "
                     "default: the checkpoint's own precision")
-        ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}));
+        ->check(CLI::IsMember({"q8_0", "q4_0", "q5_0", "q4_k", "q5_k", "q6_k"}));
 }
 
 // --kv-type, for serve and generate: checked here, before anything is

@@ -49,7 +49,7 @@ const char* gguf_type_name(GgufType type);
 // Others are still parsed (their sizes are known) and refused by the loader
 // by name.
 namespace ggml_type {
-inline constexpr uint32_t f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30;
+inline constexpr uint32_t f32 = 0, f16 = 1, q4_0 = 2, q5_0 = 6, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30;
 }
 // "Q4_K", "BF16", ... or "type 99".
 std::string ggml_type_name(uint32_t type);

@@ -108,6 +108,7 @@ std::optional<QuantType> quant_of(uint32_t type) {
         case ggml_type::q4_k: return QuantType::q4_k;
         case ggml_type::q6_k: return QuantType::q6_k;
         case ggml_type::q5_k: return QuantType::q5_k;
+        case ggml_type::q5_0: return QuantType::q5_0;
         default: return std::nullopt;
     }
 }
@@ -131,8 +132,6 @@ void unpermute_rows(const std::byte* from, std::byte* to, int64_t rows, size_t r
         }
     }
 }
-
-constexpr uint32_t kQ5_0 = 6;
 
 // Ends of generation: the ids the file names, then end-of-turn control
 // tokens by their text.
@@ -162,24 +161,6 @@ void read_end_of_generation(const GgufFile& f, ModelConfig& c) {
 }
 
 }  // namespace
-
-void q5_0_to_q8_0(const std::byte* q5_0, int64_t blocks, std::byte* q8_0) {
-    for (int64_t b = 0; b < blocks; ++b) {
-        const std::byte* in = q5_0 + b * 22;
-        BlockQ8_0 out;
-        std::memcpy(&out.d, in, 2);
-        uint32_t qh;
-        std::memcpy(&qh, in + 2, 4);
-        const auto* qs = reinterpret_cast<const uint8_t*>(in + 6);
-        for (int j = 0; j < 16; ++j) {
-            const int low = (qs[j] & 0x0F) | (((qh >> j) & 1) << 4);
-            const int high = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
-            out.qs[j] = static_cast<int8_t>(low - 16);
-            out.qs[j + 16] = static_cast<int8_t>(high - 16);
-        }
-        std::memcpy(q8_0 + b * sizeof out, &out, sizeof out);
-    }
-}
 
 ModelConfig gguf_model_config(const GgufFile& f) {
     const std::string arch = f.string("general.architecture");
@@ -275,15 +256,6 @@ Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConf
         for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d) view.shape.push_back(static_cast<int64_t>(*d));
         view.data = t.data;
         view.bytes = t.bytes;
-        if (t.type == kQ5_0) {
-            const auto blocks = static_cast<int64_t>(t.bytes / 22);
-            auto& copy = owner->copies.emplace_back(static_cast<size_t>(blocks) * sizeof(BlockQ8_0));
-            q5_0_to_q8_0(t.data, blocks, copy.data());
-            view.quant = QuantType::q8_0;
-            view.dtype_text = "Q5_0 (held as Q8_0)";
-            view.data = copy.data();
-            view.bytes = copy.size();
-        }
         const bool q = t.name.ends_with("attn_q.weight") || t.name.ends_with("attn_q.bias");
         const bool k = t.name.ends_with("attn_k.weight") || t.name.ends_with("attn_k.bias");
         // The converter reorders NemotronH's Q and K as Llama's, RoPE or not.

@@ -36,13 +36,6 @@ ModelConfig gguf_model_config(const GgufFile& file);
 // checkpoint keeps alive.
 Checkpoint gguf_checkpoint(std::shared_ptr<const GgufFile> file, const ModelConfig& config);
 
-// Q5_0 blocks ({fp16 d; u32 qh; u8 qs[16]}: 32 weights d * (q - 16), q of
-// 5 bits, low nibbles in qs as q4_0 lays them out, the fifth bits in qh) as
-// q8_0 blocks with the same d and q - 16 as the int8: the same weights
-// exactly, in 34 bytes instead of 22. llama-quantize gives Q4_K_M files
-// Q5_0 matrices where rows are not a multiple of 256.
-void q5_0_to_q8_0(const std::byte* q5_0, int64_t blocks, std::byte* q8_0);
-
 // What MODEL names when it is a GGUF model: the file itself, the first file
 // of its split set, or the one GGUF (or split set) in a directory without a
 // config.json. nullopt for anything else (a Hugging Face directory). Throws

@@ -126,6 +126,26 @@ void quantize_q5_k(const float* x, BlockQ5_K& b) {
     }
 }
 
+// ggml's reference: the value of largest magnitude maps to -16.
+void quantize_q5_0(const float* x, BlockQ5_0& b) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j)
+        if (amax < std::fabs(x[j])) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
+    const float d = max / -16.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    b.d = float_to_fp16(d);
+    std::memset(b.qh, 0, sizeof b.qh);
+    for (int j = 0; j < 16; ++j) {
+        const int lo = std::min(31, static_cast<int>(x[j] * id + 16.5f));
+        const int hi = std::min(31, static_cast<int>(x[j + 16] * id + 16.5f));
+        b.qs[j] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+        b.qh[j / 8] |= static_cast<uint8_t>((lo >> 4) << (j % 8));
+        b.qh[2 + j / 8] |= static_cast<uint8_t>((hi >> 4) << (j % 8));
+    }
+}
+
 void quantize_q4_k(const float* x, BlockQ4_K& b) {
     uint8_t sc[8], m[8];
     fit_k_scales(x, 15, b.d, b.dmin, sc, m);
@@ -196,6 +216,7 @@ const char* quant_type_name(QuantType type) {
         case QuantType::q4_k: return "q4_k";
         case QuantType::q6_k: return "q6_k";
         case QuantType::q5_k: return "q5_k";
+        case QuantType::q5_0: return "q5_0";
     }
     return "?";
 }
@@ -203,13 +224,14 @@ const char* quant_type_name(QuantType type) {
 QuantType parse_quant_type(const std::string& text) {
     std::string lower = text;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k, QuantType::q5_k})
+    for (QuantType type :
+         {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k, QuantType::q5_k, QuantType::q5_0})
         if (lower == quant_type_name(type)) return type;
-    throw std::invalid_argument("quantization \"" + text + "\" is not one of q8_0, q4_0, q4_k, q6_k, q5_k");
+    throw std::invalid_argument("quantization \"" + text + "\" is not one of q8_0, q4_0, q5_0, q4_k, q5_k, q6_k");
 }
 
 int64_t quant_block_elements(QuantType type) {
-    return type == QuantType::q8_0 || type == QuantType::q4_0 ? 32 : 256;
+    return type == QuantType::q8_0 || type == QuantType::q4_0 || type == QuantType::q5_0 ? 32 : 256;
 }
 
 size_t quant_block_bytes(QuantType type) {
@@ -219,6 +241,7 @@ size_t quant_block_bytes(QuantType type) {
         case QuantType::q4_k: return sizeof(BlockQ4_K);
         case QuantType::q6_k: return sizeof(BlockQ6_K);
         case QuantType::q5_k: return sizeof(BlockQ5_K);
+        case QuantType::q5_0: return sizeof(BlockQ5_0);
     }
     return 0;
 }
@@ -241,6 +264,7 @@ void quantize_row(QuantType type, const float* x, int64_t n, void* out) {
             case QuantType::q4_k: quantize_q4_k(v, static_cast<BlockQ4_K*>(out)[i]); break;
             case QuantType::q6_k: quantize_q6_k(v, static_cast<BlockQ6_K*>(out)[i]); break;
             case QuantType::q5_k: quantize_q5_k(v, static_cast<BlockQ5_K*>(out)[i]); break;
+            case QuantType::q5_0: quantize_q5_0(v, static_cast<BlockQ5_0*>(out)[i]); break;
         }
     }
 }
@@ -277,6 +301,12 @@ void dequantize_row(QuantType type, const void* blocks, int64_t n, float* out) {
                         out[256 * i + 32 * s + l] = step * static_cast<float>(q) - shift;
                     }
                 }
+                break;
+            }
+            case QuantType::q5_0: {
+                const BlockQ5_0& b = static_cast<const BlockQ5_0*>(blocks)[i];
+                const float d = fp16_to_float(b.d);
+                for (int j = 0; j < 32; ++j) out[32 * i + j] = d * static_cast<float>(q5_0_quant(b, j) - 16);
                 break;
             }
             case QuantType::q5_k: {

@@ -14,6 +14,9 @@
 //   q6_k  {uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d}: 256
 //         weights in 16 sub-blocks of 16, q = 6 bits from ql (low 4) and qh
 //         (high 2) as q6k_quant lays them out         x = d*scale*(q - 32)
+//   q5_0  {fp16 d; uint8 qh[4]; uint8 qs[16]}: q4_0's nibbles and a fifth
+//         bit per element (element j at bit j of the little-endian qh),
+//         q5_0_quant, minus 16                               x = d*(q - 16)
 //   q5_k  {fp16 d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]}:
 //         q4_k's sub-blocks, scales and nibbles, and a fifth bit per
 //         weight: element l of sub-block j has bit j of qh[l] as its bit 4
@@ -27,9 +30,9 @@
 
 namespace tf::model {
 
-enum class QuantType { q8_0, q4_0, q4_k, q6_k, q5_k };
+enum class QuantType { q8_0, q4_0, q4_k, q6_k, q5_k, q5_0 };
 
-// "q8_0", "q4_0", "q4_k", "q6_k", "q5_k".
+// "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0".
 const char* quant_type_name(QuantType type);
 // The names above (case-insensitive, so GGUF's "Q4_K" too); throws
 // std::invalid_argument naming the accepted ones.
@@ -55,6 +58,11 @@ struct BlockQ6_K {
     int8_t scales[16];
     uint16_t d;
 };
+struct BlockQ5_0 {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[16];
+};
 struct BlockQ5_K {
     uint16_t d;
     uint16_t dmin;
@@ -67,8 +75,9 @@ static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ5_0) == 22);
 
-// Weights per block: 32 for q8_0 and q4_0, 256 for the k-quants.
+// Weights per block: 32 for q8_0, q4_0 and q5_0, 256 for the k-quants.
 int64_t quant_block_elements(QuantType type);
 // Bytes per block in the GGUF layout.
 size_t quant_block_bytes(QuantType type);
@@ -106,6 +115,12 @@ inline int q6k_quant(const BlockQ6_K& b, int e) {
     const int lo = g < 2 ? (low & 0xF) : (low >> 4);
     const int hi = (b.qh[32 * half + l] >> (2 * g)) & 3;
     return lo | (hi << 4);
+}
+
+// q5_0 element e (0..31) of a block as its unsigned 5-bit value.
+inline int q5_0_quant(const BlockQ5_0& b, int e) {
+    const int low = e < 16 ? (b.qs[e] & 0xF) : (b.qs[e - 16] >> 4);
+    return low | (((b.qh[e / 8] >> (e % 8)) & 1) << 4);
 }
 
 // q5_k element e (0..255) of a block as its unsigned 5-bit value.

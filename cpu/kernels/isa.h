@@ -62,6 +62,7 @@ enum class WeightFormat {
     q4_k,
     q6_k,
     q5_k,
+    q5_0,
 };
 
 // A weight matrix W of `rows` output features by `cols` inputs with `stride`

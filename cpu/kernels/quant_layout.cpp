@@ -25,7 +25,8 @@ void put_nibbles(uint8_t* out, int32_t r, Nibble nibble) {
 size_t quant_tile_head_bytes(model::QuantType type, int64_t cols) {
     switch (type) {
         case model::QuantType::q8_0:
-        case model::QuantType::q4_0: return pad64(static_cast<size_t>(cols / 32) * 32);
+        case model::QuantType::q4_0:
+        case model::QuantType::q5_0: return pad64(static_cast<size_t>(cols / 32) * 32);
         case model::QuantType::q4_k:
         case model::QuantType::q5_k: return pad64(static_cast<size_t>(cols / 256) * 320);
         case model::QuantType::q6_k: return pad64(static_cast<size_t>(cols / 256) * 288);
@@ -40,6 +41,7 @@ size_t quant_tile_bytes(model::QuantType type, int64_t cols) {
         case model::QuantType::q4_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 2048;
         case model::QuantType::q6_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 3072;
         case model::QuantType::q5_k: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 256) * 2560;
+        case model::QuantType::q5_0: return quant_tile_head_bytes(type, cols) + static_cast<size_t>(cols / 32) * 320;
     }
     return 0;
 }
@@ -83,6 +85,16 @@ void repack_quant(model::QuantType type, const void* gguf_rows, int32_t rows, in
                         // GGUF: element e < 16 is qs[e]'s low nibble, e + 16 its high one
                         put_nibbles(quants + 256 * b, r,
                                     [&](int32_t e) { return e < 16 ? block.qs[e] & 0xF : block.qs[e - 16] >> 4; });
+                        break;
+                    }
+                    case model::QuantType::q5_0: {
+                        model::BlockQ5_0 block;
+                        std::memcpy(&block, src + sizeof(model::BlockQ5_0) * b, sizeof block);
+                        std::memcpy(tile + 32 * b + 2 * r, &block.d, 2);
+                        uint8_t* qb = quants + 320 * b;
+                        put_nibbles(qb, r, [&](int32_t e) { return model::q5_0_quant(block, e) & 0xF; });
+                        for (int32_t e = 0; e < 32; ++e)  // group e/4: bit e/4 of the lane byte
+                            qb[256 + 4 * r + e % 4] |= static_cast<uint8_t>((model::q5_0_quant(block, e) >> 4) << (e / 4));
                         break;
                     }
                     case model::QuantType::q4_k: {

@@ -9,7 +9,7 @@
 
 namespace tf::cpu::kernels {
 
-// The matmul's weight layout (WeightFormat::q8_0 / q4_0 / q4_k / q6_k / q5_k):
+// The matmul's weight layout (WeightFormat::q8_0 / q4_0 / q5_0 / q4_k / q5_k / q6_k):
 // rows (the output columns) in tiles of kQuantTileRows = 16, padded with
 // zero rows, each tile a head of scales, padded to 64 bytes, then its
 // quants. Every 64-byte quant vector holds 16 lanes of 4 bytes, lane r
@@ -22,6 +22,9 @@ namespace tf::cpu::kernels {
 //   q4_0, per block b: head as q8_0's; quants at 256b: vector t (0..3) at
 //         256b + 64t holds group t in its low nibbles and group t+4 in its
 //         high ones, as GGUF's unsigned nibbles (q = nibble - 8).
+//   q5_0, per block b: head as q8_0's; quants at 320b: q4_0's nibble
+//         vectors (256 bytes), then one vector of fifth bits, group g's at
+//         bit g of the lane byte (q unsigned 0..31, x = d*(q-16)).
 //   q4_k, per super-block s (256 elements): head at 320s: d[16], dmin[16]
 //         (fp16, row r at r), sc[8][16] and m[8][16] (sub-block j, row r at
 //         16j + r, 6-bit values as bytes); quants at 2048s: sub-block j at

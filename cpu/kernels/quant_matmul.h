@@ -1,4 +1,4 @@
-// Matmul over quantized weights (q8_0, q4_0, q4_k, q6_k, q5_k) with int8
+// Matmul over quantized weights (q8_0, q4_0, q5_0, q4_k, q5_k, q6_k) with int8
 // activations: y = x W^T, x and y fp32 at the edges.
 //
 // Activations. pack_rows (PackRowsFn) turns each fp32 row of k inputs (k a
@@ -9,7 +9,7 @@
 // code (pack_rows_quant) and an AVX2 version (pack_rows_quant_avx2, for
 // every vector path) that gives the same bits.
 //
-// Weights (WeightMatrix, format q8_0 / q4_0 / q4_k / q6_k / q5_k, stride == cols,
+// Weights (WeightMatrix, format q8_0 / q4_0 / q5_0 / q4_k / q5_k / q6_k, stride == cols,
 // cols a multiple of the block, 32 or 256): in tiles of 16 interleaved rows
 // (quant_layout.h, built by repack_quant from GGUF rows). The launcher's
 // column ranges start on a multiple of 16 (a tile).
@@ -18,12 +18,12 @@
 // any M, n range and thread count; the paths are bit-identical):
 //   P = +0. For each block b of 32 input elements in order (the k-quants:
 //   block j of super-block s is b = 8s + j):
-//     q8_0, q4_0, q4_k, q5_k:
+//     q8_0, q4_0, q5_0, q4_k, q5_k:
 //       i  = the exact integer sum over the block of wq * xq, wq the signed
-//            weight quant (q8_0: q; q4_0: nibble - 8; q4_k: the nibble
-//            0..15; q5_k: the 5-bit q, 0..31), computed as bias + sum of
-//            stored * xq, stored the unsigned quant (q8_0: q + 128)
-//       sw = the weight scale, exact in fp32: fp16 d (q8_0, q4_0), or
+//            weight quant (q8_0: q; q4_0: nibble - 8; q5_0: q - 16; q4_k:
+//            the nibble 0..15; q5_k: the 5-bit q, 0..31), computed as bias +
+//            sum of stored * xq, stored the unsigned quant (q8_0: q + 128)
+//       sw = the weight scale, exact in fp32: fp16 d (q8_0, q4_0, q5_0), or
 //            d*sc of sub-block j (q4_k, q5_k: an fp16 times a 6-bit integer)
 //       P  = fmaf(sw * dx, (float)i, P)          (sw*dx one rounding)
 //       q4_k and q5_k, then: P = fmaf(dmin*m, min_x, P), dmin*m exact and
@@ -157,7 +157,7 @@ inline void quant_matmul(const QuantKernels& kernels, ThreadPool& pool, const vo
 // Quantized WeightFormat <-> QuantType.
 inline bool is_quantized(WeightFormat format) {
     return format == WeightFormat::q8_0 || format == WeightFormat::q4_0 || format == WeightFormat::q4_k ||
-           format == WeightFormat::q6_k || format == WeightFormat::q5_k;
+           format == WeightFormat::q6_k || format == WeightFormat::q5_k || format == WeightFormat::q5_0;
 }
 inline WeightFormat weight_format(model::QuantType type) {
     switch (type) {
@@ -166,6 +166,7 @@ inline WeightFormat weight_format(model::QuantType type) {
         case model::QuantType::q4_k: return WeightFormat::q4_k;
         case model::QuantType::q6_k: return WeightFormat::q6_k;
         case model::QuantType::q5_k: return WeightFormat::q5_k;
+        case model::QuantType::q5_0: return WeightFormat::q5_0;
     }
     return WeightFormat::q8_0;
 }
@@ -176,6 +177,7 @@ inline model::QuantType quant_type(WeightFormat format) {
         case WeightFormat::q4_k: return model::QuantType::q4_k;
         case WeightFormat::q6_k: return model::QuantType::q6_k;
         case WeightFormat::q5_k: return model::QuantType::q5_k;
+        case WeightFormat::q5_0: return model::QuantType::q5_0;
         default: assert(format == WeightFormat::q8_0); return model::QuantType::q8_0;
     }
 }

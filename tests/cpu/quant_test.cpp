@@ -25,7 +25,7 @@ namespace {
 using testing::random_floats;
 
 constexpr model::QuantType kTypes[] = {model::QuantType::q8_0, model::QuantType::q4_0, model::QuantType::q4_k,
-                                       model::QuantType::q6_k, model::QuantType::q5_k};
+                                       model::QuantType::q6_k, model::QuantType::q5_k, model::QuantType::q5_0};
 
 float bits_to_float(uint32_t bits) {
     float f;
@@ -92,6 +92,8 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(model::quant_block_bytes(model::QuantType::q4_k), 144u);
     EXPECT_EQ(model::quant_block_bytes(model::QuantType::q6_k), 210u);
     EXPECT_EQ(model::quant_block_bytes(model::QuantType::q5_k), 176u);
+    EXPECT_EQ(model::quant_block_bytes(model::QuantType::q5_0), 22u);
+    EXPECT_EQ(model::quant_block_elements(model::QuantType::q5_0), 32);
     EXPECT_EQ(model::quant_block_elements(model::QuantType::q8_0), 32);
     EXPECT_EQ(model::quant_block_elements(model::QuantType::q6_k), 256);
     EXPECT_EQ(model::quant_row_bytes(model::QuantType::q4_0, 96), 54u);
@@ -102,6 +104,7 @@ TEST(QuantBlocks, HaveGgufSizesAndGeometry) {
     EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q4_k, 16, 512), 640u + 2 * 2048);
     EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q6_k, 3, 256), 320u + 3072);
     EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q5_k, 16, 512), 640u + 2 * 2560);
+    EXPECT_EQ(quant_kernel_matrix_bytes(model::QuantType::q5_0, 17, 96), 2u * (128 + 3 * 320));
     EXPECT_EQ(quant_activation_row_bytes(96), 3u * 64);
 }
 
@@ -222,7 +225,7 @@ TEST(QuantBlocks, ReferenceQuantizersReproduceLlamaCppBlocks) {
 // Relative RMS error of quantize -> dequantize on uniform values, per type,
 // and no element off by more than its block's step allows.
 TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
-    const double bound[] = {0.006, 0.08, 0.07, 0.02, 0.035};  // q8_0, q4_0, q4_k, q6_k, q5_k
+    const double bound[] = {0.006, 0.08, 0.07, 0.02, 0.035, 0.04};  // q8_0, q4_0, q4_k, q6_k, q5_k, q5_0
     for (model::QuantType type : kTypes) {
         const int64_t n = 256 * 16;
         const auto x = random_floats(n, 7, 1.0f);
@@ -238,7 +241,7 @@ TEST(QuantBlocks, RoundTripErrorIsWithinEachFormatsStep) {
         }
         EXPECT_LT(std::sqrt(error / signal), bound[static_cast<int>(type)]) << model::quant_type_name(type);
         // the coarsest step of the format over a range of 2, plus fp16 scale rounding
-        const double step[] = {2.0 / 254, 2.0 / 15, 2.0 / 15, 2.0 / 63, 2.0 / 31};
+        const double step[] = {2.0 / 254, 2.0 / 15, 2.0 / 15, 2.0 / 63, 2.0 / 31, 2.0 / 31};
         EXPECT_LT(worst, step[static_cast<int>(type)]) << model::quant_type_name(type);
     }
 }
@@ -343,6 +346,7 @@ const Shape kShapes[] = {
     {model::QuantType::q4_0, 96},  {model::QuantType::q4_0, 288}, {model::QuantType::q4_0, 256},
     {model::QuantType::q4_k, 256}, {model::QuantType::q4_k, 768}, {model::QuantType::q6_k, 256},
     {model::QuantType::q6_k, 768}, {model::QuantType::q5_k, 256}, {model::QuantType::q5_k, 768},
+    {model::QuantType::q5_0, 96},  {model::QuantType::q5_0, 288},
 };
 
 TEST(QuantMatmul, EveryPathIsBitIdenticalToScalar) {
@@ -368,7 +372,7 @@ TEST(QuantMatmul, ARowGetsTheSameBitsAloneInABatchAndUnderAnyColumnSplit) {
     const int32_t M = 19, N = 45;
     for (const Shape& shape : {Shape{model::QuantType::q8_0, 160}, Shape{model::QuantType::q4_0, 96},
                                Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 256},
-                               Shape{model::QuantType::q5_k, 512}}) {
+                               Shape{model::QuantType::q5_k, 512}, Shape{model::QuantType::q5_0, 96}}) {
         const QuantMatrix m(shape.type, N, shape.K, 21);
         const auto x = random_floats(static_cast<size_t>(M) * shape.K, 22);
         const auto xs = pack(x, M, shape.K);
@@ -433,6 +437,14 @@ float ordered_dot(model::QuantType type, const uint8_t* gguf_row, const QuantAct
                 p = std::fmaf(model::fp16_to_float(w.dmin) * mn, a.min_x, p);
                 break;
             }
+            case model::QuantType::q5_0: {
+                model::BlockQ5_0 w;
+                std::memcpy(&w, gguf_row + sizeof w * b, sizeof w);
+                int32_t i = 0;
+                for (int e = 0; e < 32; ++e) i += (model::q5_0_quant(w, e) - 16) * a.q[e];
+                p = std::fmaf(model::fp16_to_float(w.d) * a.d, static_cast<float>(i), p);
+                break;
+            }
             case model::QuantType::q5_k: {
                 model::BlockQ5_K w;
                 std::memcpy(&w, gguf_row + sizeof w * (b / 8), sizeof w);
@@ -465,7 +477,7 @@ TEST(QuantMatmul, EveryOutputIsTheDocumentedChainOfMultiplyAdds) {
     const int32_t M = 3, N = 21;
     for (const Shape& shape : {Shape{model::QuantType::q8_0, 160}, Shape{model::QuantType::q4_0, 96},
                                Shape{model::QuantType::q4_k, 512}, Shape{model::QuantType::q6_k, 512},
-                               Shape{model::QuantType::q5_k, 512}}) {
+                               Shape{model::QuantType::q5_k, 512}, Shape{model::QuantType::q5_0, 160}}) {
         const QuantMatrix m(shape.type, N, shape.K, 51);
         const auto xs = pack(random_floats(static_cast<size_t>(M) * shape.K, 52), M, shape.K);
         const auto ours = run(quant_kernels(Isa::scalar, false), xs, M, m.w, 0, N);
@@ -487,7 +499,7 @@ TEST(QuantMatmul, IsCloseToTheDoubleReferenceOfItsInputs) {
     for (int32_t M : {1, 6})  // the one-row (decode) kernel and a row pass
         for (const Shape& shape : {Shape{model::QuantType::q8_0, 1056}, Shape{model::QuantType::q4_0, 1056},
                                    Shape{model::QuantType::q4_k, 1024}, Shape{model::QuantType::q6_k, 1024},
-                                   Shape{model::QuantType::q5_k, 1024}}) {
+                                   Shape{model::QuantType::q5_k, 1024}, Shape{model::QuantType::q5_0, 1056}}) {
             const int32_t K = shape.K;
             const QuantMatrix m(shape.type, N, K, 31);
             const auto xs = pack(random_floats(static_cast<size_t>(M) * K, 32), M, K);

@@ -94,7 +94,7 @@ TEST_P(QuantizedIdentity, RepliesAreTheSameTokensWithRecallOffOnAndReadOnly) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedIdentity,
                          ::testing::Values(QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k,
-                                           QuantType::q5_k),
+                                           QuantType::q5_k, QuantType::q5_0),
                          [](const auto& info) { return std::string(model::quant_type_name(info.param)); });
 
 }  // namespace

@@ -136,13 +136,15 @@ TEST(GgufModel, Q4_K_MGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("k
 TEST(GgufModel, Q6_KGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq512-q6_k.gguf"); }
 TEST(GgufModel, Q5_K_MGreedyIsLlamaCppsUpToANearTie) { expect_llamacpp_greedy("kq256-q5_k_m.gguf"); }
 
-TEST(GgufModel, Q5_KTensorsRunAsQ5_K) {
+TEST(GgufModel, Q5_KAndQ5_0TensorsRunInTheirOwnFormats) {
     REQUIRE_GGUF(path, "kq256-q5_k_m.gguf");
     auto backend = cpu::load_cpu_backend(path, 1, cpu::kernels::best_isa());
     const cpu::Weights& w = backend->weights();
     EXPECT_EQ(w.layers()[0].wq.format, cpu::kernels::WeightFormat::q5_k);
     EXPECT_EQ(w.layers()[0].w_down.format, cpu::kernels::WeightFormat::q5_k);
     EXPECT_EQ(w.layers()[1].w_down.format, cpu::kernels::WeightFormat::q6_k);  // Q5_K_M keeps some in Q6_K
+    EXPECT_EQ(w.layers()[0].w_up.format, cpu::kernels::WeightFormat::q5_0);    // --tensor-type ffn_up=q5_0
+    EXPECT_EQ(w.layers()[1].wo.format, cpu::kernels::WeightFormat::q5_0);      // --tensor-type attn_output=q5_0
     EXPECT_NE(w.summary().find("q5_k"), std::string::npos) << w.summary();
 }
 
