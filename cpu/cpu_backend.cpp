@@ -285,7 +285,6 @@ void CpuBackend::forward(std::span<const model::Row> rows, std::span<const model
     if (!direct) grow(logits_, outputs, vocab);
     float* logits = direct ? out.logits.data() : logits_.data();
     grow(normed_, outputs, hidden);
-    grow_packed(outputs, weights_->lm_head());
     output_rows_.clear();
     for (int32_t m = 0; m < M; ++m) {
         if (!rows[m].want_logits && rows[m].sampler < 0) continue;
@@ -293,7 +292,7 @@ void CpuBackend::forward(std::span<const model::Row> rows, std::span<const model
                  row_of(normed_, static_cast<int32_t>(output_rows_.size()), hidden));
         output_rows_.push_back(m);
     }
-    pack_for(weights_->lm_head())(normed_.data(), outputs, hidden, hidden, split_.data());
+    pack_rows_for(weights_->lm_head(), normed_.data(), outputs, hidden, hidden);
     run_matmul(outputs, {MatmulJob{&weights_->lm_head(), logits, vocab}});
 
     // Each sampling row is sampled on its own: rows go to threads (a cut
@@ -328,6 +327,17 @@ size_t CpuBackend::packed_row_bytes(const WeightMatrix& w) const {
 void CpuBackend::grow_packed(int32_t rows, const WeightMatrix& w) {
     const size_t floats = (static_cast<size_t>(rows) * packed_row_bytes(w) + 3) / 4;
     if (split_.size() < floats) split_.resize(floats);
+}
+
+void CpuBackend::pack_rows_for(const WeightMatrix& consumer, const float* x, int32_t rows, int32_t k, int32_t ldx) {
+    grow_packed(rows, consumer);
+    const kernels::PackRowsFn pack = pack_for(consumer);
+    const size_t packed_row = packed_row_bytes(consumer);
+    auto* packed = reinterpret_cast<char*>(split_.data());
+    if (rows == 1) return pack(x, 1, k, ldx, packed);
+    pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
+        pack(x + begin * ldx, static_cast<int32_t>(end - begin), k, ldx, packed + begin * packed_row);
+    });
 }
 
 void CpuBackend::run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob> jobs) {
@@ -419,8 +429,7 @@ void CpuBackend::attention_block(const LayerWeights& l, int32_t layer, std::span
     kernels::attention(*kernels_, kv_type_, pool_, q_.data(), M, attention_rows_.data(), c.num_heads, c.num_kv_heads, head_dim,
                        scale, attn_.data(), attention_scratch_);
 
-    grow_packed(M, l.wo);
-    pack_for(l.wo)(attn_.data(), M, q_dim, q_dim, split_.data());
+    pack_rows_for(l.wo, attn_.data(), M, q_dim, q_dim);
     run_matmul(M, {MatmulJob{&l.wo, out_.data(), hidden}});
     add_bias(out_.data(), l.o_bias, M, hidden);
     for (size_t i = 0; i < static_cast<size_t>(M) * hidden; ++i) x_[i] += out_[i];

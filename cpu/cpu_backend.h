@@ -120,6 +120,9 @@ private:
     kernels::PackRowsFn pack_for(const WeightMatrix& w) const;
     size_t packed_row_bytes(const WeightMatrix& w) const;
     void grow_packed(int32_t rows, const WeightMatrix& w);
+    // split_ := `rows` rows of x (k values, ldx apart) packed for `consumer`,
+    // rows spread over the threads (each row's bytes are its own).
+    void pack_rows_for(const WeightMatrix& consumer, const float* x, int32_t rows, int32_t k, int32_t ldx);
     // The jobs (all float or all quantized) on the M rows packed in split_.
     void run_matmul(int32_t M, std::initializer_list<kernels::MatmulJob> jobs);
     // normed_ := RMSNorm(x_) with `norm_weight`, and split_ := its rows

@@ -77,8 +77,7 @@ void CpuBackend::moe_block(const LayerWeights& l, int32_t M) {
     // The rows the routed experts read: the normed rows, or their latent
     // projection (moe_latent_). The shared expert reads the normed rows.
     if (latent) {
-        grow_packed(M, l.latent_down);
-        pack_for(l.latent_down)(normed_.data(), M, hidden, hidden, split_.data());
+        pack_rows_for(l.latent_down, normed_.data(), M, hidden, hidden);
         grow(moe_latent_, M, width);
         run_matmul(M, {kernels::MatmulJob{&l.latent_down, moe_latent_.data(), width}});
     }
@@ -151,9 +150,8 @@ void CpuBackend::moe_block(const LayerWeights& l, int32_t M) {
     });
     const float* routed = moe_sum_.data();
     if (latent) {
-        grow_packed(M, l.latent_up);
         grow(out_, M, hidden);
-        pack_for(l.latent_up)(moe_sum_.data(), M, width, width, split_.data());
+        pack_rows_for(l.latent_up, moe_sum_.data(), M, width, width);
         run_matmul(M, {kernels::MatmulJob{&l.latent_up, out_.data(), hidden}});
         routed = out_.data();
     }
@@ -167,8 +165,7 @@ void CpuBackend::shared_expert(const LayerWeights& l, int32_t M) {
     // relu(up(x))^2 then down, on the normed rows: an ordinary MLP without a
     // gate, its output kept in moe_shared_ until the routed sum is ready.
     const int32_t hidden = config().hidden_size, shared = l.shared_expert.w_up.rows;
-    grow_packed(M, l.shared_expert.w_up);
-    pack_for(l.shared_expert.w_up)(normed_.data(), M, hidden, hidden, split_.data());
+    pack_rows_for(l.shared_expert.w_up, normed_.data(), M, hidden, hidden);
     grow(up_, M, shared);
     grow(gate_, M, shared);
     run_matmul(M, {kernels::MatmulJob{&l.shared_expert.w_up, up_.data(), shared}});

@@ -19,7 +19,7 @@ namespace {
 
 // kernels
 
-void quantize_block(const float* x, QuantActivationBlock& block) {
+[[gnu::always_inline]] inline void quantize_block(const float* x, QuantActivationBlock& block) {
     const __m256 sign_off = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     __m256 v[4];
     __m256 amax = _mm256_setzero_ps();
@@ -59,7 +59,13 @@ void quantize_block(const float* x, QuantActivationBlock& block) {
 // launchers
 
 void pack_rows_quant_avx2(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed) {
-    pack_activation_blocks(x, rows, k, ldx, packed, quantize_block);
+    // A lambda rather than the function's address, so the block's code is
+    // inlined into the loop: called through the pointer, each block of 32
+    // paid a call and a VZEROUPPER, which perf put at two thirds of the
+    // packing time of a 16-row forward.
+    pack_activation_blocks(x, rows, k, ldx, packed,
+                           [](const float* x32, QuantActivationBlock& block)
+                               __attribute__((always_inline)) { quantize_block(x32, block); });
 }
 
 }  // namespace tf::cpu::kernels
