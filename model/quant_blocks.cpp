@@ -65,6 +65,19 @@ void pack_q4k_scales(const uint8_t* sc, const uint8_t* m, uint8_t* scales) {
     }
 }
 
+// q4_k and q5_k blocks: x = d*sc*q - dmin*m per sub-block of 32, q from
+// the block's own accessor (q4k_quant, q5k_quant).
+template <class Block, class Quant>
+void dequantize_affine_k(const Block& b, Quant quant, float* out) {
+    const float d = fp16_to_float(b.d), dmin = fp16_to_float(b.dmin);
+    for (int s = 0; s < 8; ++s) {
+        uint8_t sc, m;
+        q4k_scale_min(s, b.scales, sc, m);
+        const float step = d * sc, shift = dmin * m;  // both exact
+        for (int l = 0; l < 32; ++l) out[32 * s + l] = step * static_cast<float>(quant(b, 32 * s + l)) - shift;
+    }
+}
+
 void quantize_q8_0(const float* x, BlockQ8_0& b) {
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -288,39 +301,18 @@ void dequantize_row(QuantType type, const void* blocks, int64_t n, float* out) {
                 }
                 break;
             }
-            case QuantType::q4_k: {
-                const BlockQ4_K& b = static_cast<const BlockQ4_K*>(blocks)[i];
-                const float d = fp16_to_float(b.d), dmin = fp16_to_float(b.dmin);
-                for (int s = 0; s < 8; ++s) {
-                    uint8_t sc, m;
-                    q4k_scale_min(s, b.scales, sc, m);
-                    const float step = d * sc, shift = dmin * m;  // both exact
-                    for (int l = 0; l < 32; ++l) {
-                        const uint8_t byte = b.qs[32 * (s / 2) + l];
-                        const int q = s % 2 == 0 ? (byte & 0xF) : (byte >> 4);
-                        out[256 * i + 32 * s + l] = step * static_cast<float>(q) - shift;
-                    }
-                }
+            case QuantType::q4_k:
+                dequantize_affine_k(static_cast<const BlockQ4_K*>(blocks)[i], q4k_quant, out + 256 * i);
                 break;
-            }
             case QuantType::q5_0: {
                 const BlockQ5_0& b = static_cast<const BlockQ5_0*>(blocks)[i];
                 const float d = fp16_to_float(b.d);
                 for (int j = 0; j < 32; ++j) out[32 * i + j] = d * static_cast<float>(q5_0_quant(b, j) - 16);
                 break;
             }
-            case QuantType::q5_k: {
-                const BlockQ5_K& b = static_cast<const BlockQ5_K*>(blocks)[i];
-                const float d = fp16_to_float(b.d), dmin = fp16_to_float(b.dmin);
-                for (int s = 0; s < 8; ++s) {
-                    uint8_t sc, m;
-                    q4k_scale_min(s, b.scales, sc, m);
-                    const float step = d * sc, shift = dmin * m;  // both exact
-                    for (int l = 0; l < 32; ++l)
-                        out[256 * i + 32 * s + l] = step * static_cast<float>(q5k_quant(b, 32 * s + l)) - shift;
-                }
+            case QuantType::q5_k:
+                dequantize_affine_k(static_cast<const BlockQ5_K*>(blocks)[i], q5k_quant, out + 256 * i);
                 break;
-            }
             case QuantType::q6_k: {
                 const BlockQ6_K& b = static_cast<const BlockQ6_K*>(blocks)[i];
                 const float d = fp16_to_float(b.d);

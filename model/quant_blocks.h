@@ -117,6 +117,13 @@ inline int q6k_quant(const BlockQ6_K& b, int e) {
     return lo | (hi << 4);
 }
 
+// q4_k element e (0..255) of a block as its nibble.
+inline int q4k_quant(const BlockQ4_K& b, int e) {
+    const int j = e / 32, l = e % 32;
+    const uint8_t byte = b.qs[32 * (j / 2) + l];
+    return j % 2 == 0 ? (byte & 0xF) : (byte >> 4);
+}
+
 // q5_0 element e (0..31) of a block as its unsigned 5-bit value.
 inline int q5_0_quant(const BlockQ5_0& b, int e) {
     const int low = e < 16 ? (b.qs[e] & 0xF) : (b.qs[e - 16] >> 4);

@@ -20,6 +20,15 @@ void put_nibbles(uint8_t* out, int32_t r, Nibble nibble) {
     for (int32_t e = 0; e < 16; ++e) out[lane_byte(r, e)] = static_cast<uint8_t>(nibble(e) | (nibble(e + 16) << 4));
 }
 
+// q4_k's and q5_k's head of super-block `head` for tile row r: d, dmin and
+// the 8 sub-blocks' 6-bit scales and mins as bytes.
+template <class Block>
+void put_affine_k_head(uint8_t* head, int32_t r, const Block& block) {
+    std::memcpy(head + 2 * r, &block.d, 2);
+    std::memcpy(head + 32 + 2 * r, &block.dmin, 2);
+    for (int32_t j = 0; j < 8; ++j) model::q4k_scale_min(j, block.scales, head[64 + 16 * j + r], head[192 + 16 * j + r]);
+}
+
 }  // namespace
 
 size_t quant_tile_head_bytes(model::QuantType type, int64_t cols) {
@@ -100,27 +109,17 @@ void repack_quant(model::QuantType type, const void* gguf_rows, int32_t rows, in
                     case model::QuantType::q4_k: {
                         model::BlockQ4_K block;
                         std::memcpy(&block, src + sizeof(model::BlockQ4_K) * b, sizeof block);
-                        uint8_t* head = tile + 320 * b;
-                        std::memcpy(head + 2 * r, &block.d, 2);
-                        std::memcpy(head + 32 + 2 * r, &block.dmin, 2);
-                        for (int32_t j = 0; j < 8; ++j) {
-                            model::q4k_scale_min(j, block.scales, head[64 + 16 * j + r], head[192 + 16 * j + r]);
-                            // GGUF: sub-block j's element l is qs[32(j/2) + l], low nibble for even j
-                            put_nibbles(quants + 2048 * b + 256 * j, r, [&](int32_t l) {
-                                const uint8_t byte = block.qs[32 * (j / 2) + l];
-                                return j % 2 == 0 ? byte & 0xF : byte >> 4;
-                            });
-                        }
+                        put_affine_k_head(tile + 320 * b, r, block);
+                        for (int32_t j = 0; j < 8; ++j)
+                            put_nibbles(quants + 2048 * b + 256 * j, r,
+                                        [&](int32_t l) { return model::q4k_quant(block, 32 * j + l); });
                         break;
                     }
                     case model::QuantType::q5_k: {
                         model::BlockQ5_K block;
                         std::memcpy(&block, src + sizeof(model::BlockQ5_K) * b, sizeof block);
-                        uint8_t* head = tile + 320 * b;
-                        std::memcpy(head + 2 * r, &block.d, 2);
-                        std::memcpy(head + 32 + 2 * r, &block.dmin, 2);
+                        put_affine_k_head(tile + 320 * b, r, block);
                         for (int32_t j = 0; j < 8; ++j) {
-                            model::q4k_scale_min(j, block.scales, head[64 + 16 * j + r], head[192 + 16 * j + r]);
                             uint8_t* qj = quants + 2560 * b + 320 * j;
                             put_nibbles(qj, r, [&](int32_t e) { return model::q5k_quant(block, 32 * j + e) & 0xF; });
                             for (int32_t e = 0; e < 32; ++e)  // group e/4: bit e/4 of the lane byte
