@@ -78,6 +78,18 @@ void dequantize_affine_k(const Block& b, Quant quant, float* out) {
     }
 }
 
+// The value of largest magnitude among x[0..n), with its sign (the first
+// of equal magnitudes; 0 for all zeros).
+float largest_magnitude(const float* x, int n) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; ++j)
+        if (amax < std::fabs(x[j])) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
+    return max;
+}
+
 void quantize_q8_0(const float* x, BlockQ8_0& b) {
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -87,13 +99,7 @@ void quantize_q8_0(const float* x, BlockQ8_0& b) {
 }
 
 void quantize_q4_0(const float* x, BlockQ4_0& b) {
-    float amax = 0.0f, max = 0.0f;  // the value of largest magnitude, with its sign
-    for (int j = 0; j < 32; ++j)
-        if (amax < std::fabs(x[j])) {
-            amax = std::fabs(x[j]);
-            max = x[j];
-        }
-    const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float d = largest_magnitude(x, 32) / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     b.d = float_to_fp16(d);
     for (int j = 0; j < 16; ++j) {
         const int lo = std::min(15, static_cast<int>(x[j] * id + 8.5f));
@@ -141,13 +147,7 @@ void quantize_q5_k(const float* x, BlockQ5_K& b) {
 
 // ggml's reference: the value of largest magnitude maps to -16.
 void quantize_q5_0(const float* x, BlockQ5_0& b) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < 32; ++j)
-        if (amax < std::fabs(x[j])) {
-            amax = std::fabs(x[j]);
-            max = x[j];
-        }
-    const float d = max / -16.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float d = largest_magnitude(x, 32) / -16.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     b.d = float_to_fp16(d);
     std::memset(b.qh, 0, sizeof b.qh);
     for (int j = 0; j < 16; ++j) {
@@ -180,14 +180,9 @@ void quantize_q6_k(const float* x, BlockQ6_K& b) {
     float scale[16], max_abs_scale = 0.0f;
     for (int s = 0; s < 16; ++s) {
         const float* v = x + 16 * s;
-        float amax = 0.0f, max = 0.0f;
-        for (int l = 0; l < 16; ++l)
-            if (amax < std::fabs(v[l])) {
-                amax = std::fabs(v[l]);
-                max = v[l];
-            }
+        const float max = largest_magnitude(v, 16);
         float best = 0.0f, best_error = INFINITY;
-        for (int step = -4; step <= 4 && amax > 0.0f; ++step) {
+        for (int step = -4; step <= 4 && max != 0.0f; ++step) {
             const float candidate = max / (-32.0f + 0.25f * step);
             double error = 0;
             for (int l = 0; l < 16; ++l) {
