@@ -321,23 +321,4 @@ void dequantize_row(QuantType type, const void* blocks, int64_t n, float* out) {
     }
 }
 
-uint16_t float_to_fp16(float value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, 4);
-    const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
-    const uint32_t magnitude = bits & 0x7FFFFFFFu;
-    if (magnitude > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00 | ((magnitude >> 13) & 0x3FF));
-    if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00);  // rounds past 65504
-    if (magnitude < 0x38800000u) {  // below 2^-14: subnormal half, value / 2^-24 rounded to nearest even
-        float absolute;
-        std::memcpy(&absolute, &magnitude, 4);
-        const float scaled = absolute * 0x1p24f;  // exact (a power-of-two scale, no underflow)
-        return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(scaled)));
-    }
-    // Normal: drop 13 mantissa bits with round to nearest even; a carry
-    // into the exponent is the right answer too.
-    const uint32_t rounded = magnitude + 0xFFFu + ((magnitude >> 13) & 1u);
-    return static_cast<uint16_t>(sign | ((rounded >> 13) - (112u << 10)));
-}
-
 }  // namespace tf::model
