@@ -108,6 +108,34 @@ TEST_F(MessagesRoute, AStreamIsAnthropicsEventSequence) {
     EXPECT_NE(r->events[2].find(R"("text":"Hi there")"), std::string::npos) << r->events[2];
 }
 
+// The data of each event named `name` in a stream.
+std::vector<json> event_data(const std::vector<std::string>& events, const std::string& name) {
+    std::vector<json> out;
+    for (const std::string& e : events) {
+        if (e.starts_with("event: " + name + "\n")) out.push_back(json::parse(e.substr(e.find("data: ") + 6)));
+    }
+    return out;
+}
+
+TEST_F(MessagesRoute, ALlama3CallStreamsAsInputJsonDeltasOfAToolUseBlock) {
+    tokenizer_ = tinycode_with("{% if tools %}Answer with {\"name\": ..., \"parameters\": ...} or <|python_tag|>{% endif %}"
+                               "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}");
+    service_.scripts = {{"{\"name\": \"get_weather\", \"parameters\": {\"city\": ", "\"Paris\"}}"}};
+    const auto r = post("/v1/messages", request({{"stream", true}}));
+    ASSERT_TRUE(r->ended);
+    const std::vector<json> starts = event_data(r->events, "content_block_start");
+    ASSERT_EQ(starts.size(), 1u);  // one block, the call: no text block beside it
+    EXPECT_EQ(starts[0]["content_block"]["type"], "tool_use");
+    EXPECT_EQ(starts[0]["content_block"]["name"], "get_weather");
+    std::string partial_json;
+    for (const json& delta : event_data(r->events, "content_block_delta")) {
+        EXPECT_EQ(delta["delta"]["type"], "input_json_delta") << delta;
+        partial_json += delta["delta"]["partial_json"].get<std::string>();
+    }
+    EXPECT_EQ(json::parse(partial_json), json::parse(R"({"city": "Paris"})"));
+    EXPECT_EQ(event_data(r->events, "message_delta").at(0)["delta"]["stop_reason"], "tool_use");
+}
+
 TEST_F(MessagesRoute, ErrorsHaveAnthropicsShapeAndNameTheField) {
     json body = request();
     body.erase("max_tokens");
