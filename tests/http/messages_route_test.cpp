@@ -85,6 +85,29 @@ TEST_F(MessagesRoute, TheBillingLineDoesNotReachThePrompt) {
     EXPECT_EQ(service_.submitted[0].prompt, service_.submitted[2].prompt);
 }
 
+// A bridge that turns Claude Code's requests into chat completions or
+// Responses requests carries the billing line along: it is set aside there
+// too, and count_tokens leaves it out of its count.
+TEST_F(MessagesRoute, TheBillingLineIsSetAsideOnEveryChatRoute) {
+    service_.scripts = {{"ok"}};
+    const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+    post("/v1/messages", request({{"system", json::parse(R"([{"type": "text", "text": "x-anthropic-billing-header: cch=1;"},
+                                                              {"type": "text", "text": "Be brief."}])")}}));
+    post("/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", "x-anthropic-billing-header: cch=2;\nBe brief."}},
+                                                {{"role", "user"}, {"content", "Weather in Paris?"}}}},
+                                  {"max_tokens", 64}, {"tools", tools}});
+    post("/v1/responses", {{"instructions", "x-anthropic-billing-header: cch=3;\nBe brief."}, {"input", "Weather in Paris?"},
+                           {"max_output_tokens", 64}, {"tools", {{{"type", "function"}, {"name", "get_weather"},
+                                                                  {"parameters", tools[0]["function"]["parameters"]}}}}});
+    post("/v1/messages", request({{"system", "Be brief."}}));
+    ASSERT_EQ(service_.submitted.size(), 4u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(service_.submitted[i].prompt, service_.submitted[3].prompt) << "request " << i;
+    json count = request({{"system", "x-anthropic-billing-header: cch=4;\nBe brief."}});
+    count.erase("max_tokens");
+    EXPECT_EQ(json::parse(post("/v1/messages/count_tokens", count)->body)["input_tokens"], service_.submitted[3].prompt.size());
+}
+
 TEST_F(MessagesRoute, CountTokensIsThePromptsLength) {
     service_.scripts = {{"ok"}};
     json body = request();
