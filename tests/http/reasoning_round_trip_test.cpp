@@ -153,5 +153,33 @@ TEST_F(ReasoningRoundTrip, Qwen3DropsAThoughtOnceTheUserWritesAgainSoTheCacheRes
     EXPECT_EQ(qwen3().decode(ids).find("<think>"), std::string::npos);
 }
 
+// Thinking switched off: Qwen3's generation prompt closes an empty thought
+// ("<think>\n\n</think>\n\n") for the model to skip, but its template does
+// not write that empty thought back in history, so the next prompt parts
+// from the turn just there: its last four ids (the empty thought) and what
+// the model wrote after them are read again.
+TEST_F(ReasoningRoundTrip, Qwen3WithThinkingOffDoesNotWriteTheEmptyThoughtBack) {
+    const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    service_.scripts = {{call}, {"It is 21 degrees."}};
+    const json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", kParameters}}}}};
+    json body = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"max_tokens", 64}, {"tools", tools},
+                 {"chat_template_kwargs", {{"enable_thinking", false}}}};
+    const json first = post("/v1/chat/completions", body);
+    json message = first["choices"][0]["message"];
+    ASSERT_EQ(message["tool_calls"].size(), 1u) << first;
+    body["messages"].push_back(message);
+    body["messages"].push_back({{"role", "tool"}, {"tool_call_id", message["tool_calls"][0]["id"]}, {"content", "21 C"}});
+    post("/v1/chat/completions", body);
+    EXPECT_FALSE(resumes_past_the_turn(0, 1, generated_ids(call)));
+    std::vector<model::TokenId> up_to_the_thought = service_.submitted.at(0).prompt;
+    const std::vector<model::TokenId> empty_thought(up_to_the_thought.end() - 4, up_to_the_thought.end());
+    EXPECT_EQ(empty_thought, (std::vector<model::TokenId>{151667, 271, 151668, 271}));  // <think> \n\n </think> \n\n
+    up_to_the_thought.resize(up_to_the_thought.size() - 4);
+    const std::vector<model::TokenId>& next = service_.submitted.at(1).prompt;
+    ASSERT_GT(next.size(), up_to_the_thought.size());
+    EXPECT_TRUE(std::equal(up_to_the_thought.begin(), up_to_the_thought.end(), next.begin()));
+    EXPECT_NE(next[up_to_the_thought.size()], 151667);
+}
+
 }  // namespace
 }  // namespace tf::http
