@@ -34,42 +34,18 @@ std::string block_type(const Json& block, const std::string& where) {
                               " messages here (this server reads text, tool_use, tool_result and thinking blocks)");
 }
 
-// Claude Code opens its system prompt with a line such as
-// "x-anthropic-billing-header: cc_version=2.0.14.abc; cc_entrypoint=cli; cch=...;"
-// whose values change from request to request. Left in, it would be the
-// prompt's first tokens, and no two requests would share a prefix for the
-// prompt cache to resume ("the billing line ... does not cost the whole
-// prefix"). It tells the model nothing, so it is left out of the prompt.
-constexpr std::string_view kBillingLine = "x-anthropic-billing-header:";
-
-// `text` less a leading billing line and the newline that ends it.
-std::string without_billing_line(std::string text) {
-    if (!text.starts_with(kBillingLine)) return text;
-    const size_t end = text.find('\n');
-    return end == std::string::npos ? std::string() : text.substr(end + 1);
-}
-
-// "system": a string, or text blocks joined by a blank line; a leading
-// billing line (the string's first line, or the first block's) left out,
-// and a first block that held only that line left out whole, so the blocks
-// after it join as if it had never been sent.
+// "system": a string, or text blocks joined by a blank line. A leading
+// per-request line such as Claude Code's billing line stays in here; the
+// chat prompt sets it aside on every route alike (per_request_lines.h).
 std::string system_text(const Json& system) {
-    if (system.is_string()) return without_billing_line(system.get<std::string>());
+    if (system.is_string()) return system.get<std::string>();
     if (!system.is_array()) wrong_type("system", "a string or an array of text blocks", system);
     std::string text;
-    bool joined_any = false;
     for (size_t i = 0; i < system.size(); ++i) {
         const std::string where = at("system", i);
         if (block_type(system[i], where) != "text") fail(where + ".type", "system blocks must be \"text\"");
-        std::string block = required_string(system[i], "text", where);
-        if (i == 0) {
-            const bool billing = block.starts_with(kBillingLine);
-            block = without_billing_line(std::move(block));
-            if (billing && block.empty()) continue;
-        }
-        if (joined_any) text += "\n\n";
-        text += block;
-        joined_any = true;
+        if (i > 0) text += "\n\n";
+        text += required_string(system[i], "text", where);
     }
     return text;
 }

@@ -5,8 +5,9 @@
 // http/ learns that a request came in Anthropic's shape.
 //
 // The translation (docs/api-anthropic.md):
-//   system (string or text blocks)      -> a system message, blocks joined by a blank line,
-//                                          less a leading x-anthropic-billing-header: line
+//   system (string or text blocks)      -> a system message, blocks joined by a blank line
+//                                          (a leading billing line is set aside later, for
+//                                          every route: per_request_lines.h)
 //   user text blocks                    -> a user message
 //   user tool_result blocks             -> tool messages (tool_call_id, the tool's name), in order
 //   assistant text / tool_use blocks    -> an assistant message with content and tool_calls

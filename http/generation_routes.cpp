@@ -11,6 +11,7 @@
 #include "http/fim.h"
 #include "http/generation.h"
 #include "http/openai_response.h"
+#include "http/per_request_lines.h"
 #include "http/reasoning.h"
 #include "http/router.h"
 #include "http/tool_calls.h"
@@ -231,6 +232,10 @@ ChatPrompt Router::chat_prompt(const ChatRequest& parsed, const ChatFields& fiel
         message.reasoning_content = m.reasoning_content;
         conversation.messages.push_back(std::move(message));
     }
+    // A line the client changes on every request (Claude Code's billing
+    // line) would be the prompt's first tokens and leave nothing for the
+    // prompt cache to resume: it is left out, whatever route brought it.
+    set_aside_per_request_lines(conversation.messages);
     for (const ToolDefinition& tool : parsed.tools) conversation.tools_json.push_back(tool.entry_json);
     conversation.variables_json = parsed.template_variables;
     ChatPrompt prompt;

@@ -10,7 +10,7 @@ namespace tf::http {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys in the order the client wrote them: they reach the template
 
 // Largest request numbers we take literally; beyond these a value is absurd.
 constexpr int64_t kMaxTokensLimit = 1 << 24;
@@ -208,7 +208,7 @@ int32_t chat_logprobs(const json& root) {
     return static_cast<int32_t>(n);
 }
 
-ResponseFormat parse_response_format(const json& root, std::string_view body) {
+ResponseFormat parse_response_format(const json& root) {
     ResponseFormat format;
     const json* v = field(root, "response_format");
     if (!v || v->is_null()) return format;
@@ -237,8 +237,8 @@ ResponseFormat parse_response_format(const json& root, std::string_view body) {
     if (!schema) throw bad_request("response_format", "response_format.json_schema.schema: required object");
     if (!schema->is_object()) wrong_type("response_format.json_schema.schema", "an object", *schema);
     // Properties come out in the schema's order (docs/structured-output.md),
-    // and `json` sorts keys: the schema is read again keeping its order.
-    format.schema_json = nlohmann::ordered_json::parse(body)["response_format"]["json_schema"]["schema"].dump();
+    // which the ordered parse of the body kept.
+    format.schema_json = schema->dump();
     if (const json* strict = field(*spec, "strict"); strict && !strict->is_null()) {
         if (!strict->is_boolean()) wrong_type("response_format.json_schema.strict", "a boolean", *strict);
         format.strict = strict->get<bool>();
@@ -473,7 +473,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
     }
     request.sampling = parse_sampling(root, "max_tokens");
     request.sampling.logprobs = completion_logprobs(root);
-    request.sampling.response_format = parse_response_format(root, body);
+    request.sampling.response_format = parse_response_format(root);
     return request;
 }
 
@@ -522,7 +522,7 @@ ChatRequest parse_chat_request(std::string_view body) {
     refuse_unsupported(root);
     request.sampling = parse_sampling(root, "max_completion_tokens");
     request.sampling.logprobs = chat_logprobs(root);
-    request.sampling.response_format = parse_response_format(root, body);
+    request.sampling.response_format = parse_response_format(root);
     return request;
 }
 

@@ -258,13 +258,24 @@ void ToolCallStream::process_hermes(bool final, std::vector<ReplyDelta>& out) {
 }
 
 void ToolCallStream::process_llama3(bool final, std::vector<ReplyDelta>& out) {
+    if (streaming_) return stream_llama3_call(final, out);
     if (!decided_) {
         const std::string_view start = trim(pending_);
         if (start.empty() && !final) return;
-        // Only a reply that opens with the call can be one: hold it whole.
+        // Only a reply that opens with the call can be one: hold it until
+        // its name and the opening of its parameters have come (then they
+        // stream), or whole when it is in another shape.
         const bool may_be_call = !start.empty() && (start.front() == '{' || start.starts_with(kPythonTag) ||
                                                     kPythonTag.starts_with(start));
-        if (may_be_call && !final) return;
+        if (may_be_call && !final) {
+            const size_t body_at = static_cast<size_t>(start.data() - pending_.data()) +
+                                   (start.starts_with(kPythonTag) ? kPythonTag.size() : 0);
+            if (start_streaming(out, body_at)) {
+                call_depth_ = JsonDepth{1};  // inside the call's own object
+                stream_llama3_call(final, out);
+            }
+            return;
+        }
         if (may_be_call) {
             std::string_view body = start;
             if (body.starts_with(kPythonTag)) body.remove_prefix(kPythonTag.size());
@@ -275,6 +286,32 @@ void ToolCallStream::process_llama3(bool final, std::vector<ReplyDelta>& out) {
         }
         decided_ = true;
     }
+    emit_content(pending_, out);
+    pending_.clear();
+}
+
+// The streaming llama3 call's arguments as far as they have come; after
+// their object, the rest of the call's own object is dropped (its closing
+// brace, or keys the model added), and text after that is content.
+void ToolCallStream::stream_llama3_call(bool final, std::vector<ReplyDelta>& out) {
+    size_t taken = 0;
+    while (!arguments_done_ && taken < pending_.size()) arguments_done_ = depth_.take(pending_[taken++]);
+    if (taken > 0) {
+        ReplyDelta piece = call_delta(calls_ - 1, false);
+        piece.arguments = pending_.substr(0, taken);
+        out.push_back(std::move(piece));
+    }
+    bool call_closed = false;
+    while (arguments_done_ && !call_closed && taken < pending_.size()) call_closed = call_depth_.take(pending_[taken++]);
+    pending_.erase(0, taken);
+    // A reply cut inside the call (max_tokens) leaves it made, with the
+    // arguments it has.
+    if (!call_closed) {
+        if (final) pending_.clear();
+        return;
+    }
+    streaming_ = false;
+    decided_ = true;
     emit_content(pending_, out);
     pending_.clear();
 }
@@ -304,11 +341,11 @@ void ToolCallStream::emit_content(std::string_view text, std::vector<ReplyDelta>
 
 // A call still coming in whose header names the function and opens its
 // arguments is taken as a call from then on, so its arguments can stream.
-bool ToolCallStream::start_streaming(std::vector<ReplyDelta>& out) {
-    CallHeader header = read_call_header(pending_);
+bool ToolCallStream::start_streaming(std::vector<ReplyDelta>& out, size_t body_at) {
+    CallHeader header = read_call_header(std::string_view(pending_).substr(body_at));
     if (header.state != CallHeader::State::found) return false;
     open_call(std::move(header.name), out);
-    pending_.erase(0, header.arguments_at);
+    pending_.erase(0, body_at + header.arguments_at);
     streaming_ = true;
     arguments_done_ = false;
     depth_ = {};

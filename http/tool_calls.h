@@ -68,15 +68,18 @@ struct JsonDepth {
 // may still turn out to be part of a call (a "<tool_call" cut short, or a
 // llama3 reply that opens with "{") is held until it is decided.
 //
-// A hermes call that streams in as `{"name": "f", "arguments": {` is taken
-// as a call as soon as that much has come: its opening piece goes out, then
-// its arguments in the pieces the model writes them in, as the model wrote
-// them, up to the end of their object (what follows, up to "</tool_call>",
-// is dropped). From then on the call stands even if the rest goes wrong (a
-// reply cut by max_tokens leaves its arguments unfinished): a stream cannot
-// take back what it sent. A call in any other shape, or one that arrives
-// whole with its close tag, is checked whole and goes out as two pieces, the
-// opening and the arguments, or stays content when it does not parse.
+// A call that streams in as `{"name": "f", "arguments": {` (hermes, after
+// its tag) or `{"name": "f", "parameters": {` (llama3, maybe after
+// <|python_tag|>) is taken as a call as soon as that much has come: its
+// opening piece goes out, then its arguments in the pieces the model writes
+// them in, as the model wrote them, up to the end of their object. What
+// follows is dropped up to the end of the call ("</tool_call>" for hermes,
+// the call object's closing brace for llama3); text after that is content.
+// From then on the call stands even if the rest goes wrong (a reply cut by
+// max_tokens leaves its arguments unfinished): a stream cannot take back
+// what it sent. A call in any other shape, or one that arrives whole with
+// its end, is checked whole and goes out as two pieces, the opening and the
+// arguments, or stays content when it does not parse.
 // Whitespace between content and calls is a separator, not content: it is
 // dropped when calls were made.
 class ToolCallStream {
@@ -96,7 +99,8 @@ private:
     void process_llama3(bool final, std::vector<ReplyDelta>& out);
     void emit_content(std::string_view text, std::vector<ReplyDelta>& out);
     bool emit_call(std::string_view body, std::vector<ReplyDelta>& out);
-    bool start_streaming(std::vector<ReplyDelta>& out);
+    bool start_streaming(std::vector<ReplyDelta>& out, size_t body_at = 0);
+    void stream_llama3_call(bool final, std::vector<ReplyDelta>& out);
     bool stream_arguments(size_t close, bool final, std::vector<ReplyDelta>& out);
     void open_call(std::string name, std::vector<ReplyDelta>& out);
 
@@ -106,9 +110,10 @@ private:
     std::string held_space_;      // trailing whitespace of the content so far
     std::string space_before_;    // whitespace before the open call, given back if it fails
     bool in_call_ = false;        // hermes: inside <tool_call> ... </tool_call>
-    bool streaming_ = false;      // hermes: the open call is taken and its arguments stream
+    bool streaming_ = false;      // the open call is taken and its arguments stream
     bool arguments_done_ = false; // streaming_: their object has closed
     JsonDepth depth_;             // streaming_: where the arguments stand
+    JsonDepth call_depth_;        // llama3 streaming_: where the call's own object stands after them
     bool decided_ = false;        // llama3: the reply is known to be plain content
     bool content_sent_ = false;   // some content has gone out
     int32_t calls_ = 0;

@@ -48,39 +48,14 @@ TEST(AnthropicRequest, SystemBlocksJoinWithABlankLineAndCacheControlIsIgnored) {
     EXPECT_EQ(parse(body).chat.messages[0].content, "billing: 1\n\nYou code.");
 }
 
-// Claude Code's billing line changes per request; kept, it would make every
-// prompt's first tokens differ and defeat the prompt cache.
-TEST(AnthropicRequest, ALeadingBillingBlockIsLeftOutOfThePrompt) {
+// The parser keeps the system prompt as sent: Claude Code's billing line is
+// set aside later, when the chat prompt is built, on every route alike
+// (per_request_lines_test.cpp, and the route tests).
+TEST(AnthropicRequest, TheSystemPromptIsKeptAsSentBillingLineIncluded) {
     json body = minimal();
-    body["system"] = json::parse(R"([{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.0.14.abc; cc_entrypoint=cli; cch=1f2e3;"},
-        {"type": "text", "text": "You are Claude Code."}, {"type": "text", "text": "Be brief."}])");
-    EXPECT_EQ(parse(body).chat.messages[0].content, "You are Claude Code.\n\nBe brief.");
-}
-
-TEST(AnthropicRequest, TwoRequestsDifferingOnlyInTheBillingLineTranslateAlike) {
-    json first = minimal();
-    json second = minimal();
-    first["system"] = "x-anthropic-billing-header: cc_version=2.0.14.abc; cch=aaaa;\nYou are Claude Code.";
-    second["system"] = "x-anthropic-billing-header: cc_version=2.0.15.def; cch=bbbb;\nYou are Claude Code.";
-    EXPECT_EQ(parse(first).chat.messages[0].content, "You are Claude Code.");
-    EXPECT_EQ(parse(second).chat.messages[0].content, "You are Claude Code.");
-}
-
-TEST(AnthropicRequest, ASystemThatIsOnlyTheBillingLineLeavesNoSystemMessage) {
-    json body = minimal();
-    body["system"] = json::parse(R"([{"type": "text", "text": "x-anthropic-billing-header: cch=1;"}])");
-    const MessagesRequest r = parse(body);
-    ASSERT_EQ(r.chat.messages.size(), 1u);
-    EXPECT_EQ(r.chat.messages[0].role, "user");
-}
-
-TEST(AnthropicRequest, ABillingLineThatIsNotFirstStaysInThePrompt) {
-    json body = minimal();
-    body["system"] = json::parse(R"([{"type": "text", "text": "You code."},
-        {"type": "text", "text": "x-anthropic-billing-header: cch=1;"}])");
-    EXPECT_EQ(parse(body).chat.messages[0].content, "You code.\n\nx-anthropic-billing-header: cch=1;");
-    body["system"] = "You code.\nx-anthropic-billing-header: cch=1;";
-    EXPECT_EQ(parse(body).chat.messages[0].content, "You code.\nx-anthropic-billing-header: cch=1;");
+    body["system"] = json::parse(R"([{"type": "text", "text": "x-anthropic-billing-header: cch=1;"},
+        {"type": "text", "text": "You code."}])");
+    EXPECT_EQ(parse(body).chat.messages[0].content, "x-anthropic-billing-header: cch=1;\n\nYou code.");
 }
 
 TEST(AnthropicRequest, AToolUseAndItsResultBecomeACallAndAToolMessageNamedAfterTheTool) {

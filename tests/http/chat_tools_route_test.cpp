@@ -214,6 +214,32 @@ TEST_F(ChatToolsRoute, ALlama3TemplateHasItsWholeJsonReplyReadAsACall) {
     EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Paris\"}");
 }
 
+TEST_F(ChatToolsRoute, ALlama3CallStreamsAsToolCallDeltasWithNothingInContent) {
+    service_.scripts = {{"<|python_tag|>{\"name\": \"get_", "weather\", \"parameters\": {\"city\": ", "\"Paris\"}}"}};
+    post(request({{"stream", true}}), kLlama3Template);
+    ASSERT_TRUE(responder_->ended);
+    std::string content, arguments, finish;
+    int openings = 0;
+    for (const json& chunk : responder_->chunks()) {
+        const json& choice = chunk["choices"][0];
+        if (choice["delta"].contains("content") && choice["delta"]["content"].is_string()) content += choice["delta"]["content"];
+        if (choice["delta"].contains("tool_calls")) {
+            const json& call = choice["delta"]["tool_calls"][0];
+            EXPECT_EQ(call["index"], 0);
+            if (call.contains("id")) {
+                ++openings;
+                EXPECT_EQ(call["function"]["name"], "get_weather");
+            }
+            arguments += call["function"]["arguments"].get<std::string>();
+        }
+        if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+    }
+    EXPECT_EQ(content, "");  // the role chunk's empty content only
+    EXPECT_EQ(openings, 1);
+    EXPECT_EQ(arguments, "{\"city\": \"Paris\"}");  // the pieces join to the model's own text
+    EXPECT_EQ(finish, "tool_calls");
+}
+
 TEST_F(ChatToolsRoute, ATemplateWithoutAKnownCallFormAnswersContentAndCannotForce) {
     service_.scripts = {{kCall}};
     const json body = post(request(), kToolsWithoutAFormTemplate);

@@ -85,6 +85,29 @@ TEST_F(MessagesRoute, TheBillingLineDoesNotReachThePrompt) {
     EXPECT_EQ(service_.submitted[0].prompt, service_.submitted[2].prompt);
 }
 
+// A bridge that turns Claude Code's requests into chat completions or
+// Responses requests carries the billing line along: it is set aside there
+// too, and count_tokens leaves it out of its count.
+TEST_F(MessagesRoute, TheBillingLineIsSetAsideOnEveryChatRoute) {
+    service_.scripts = {{"ok"}};
+    const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+    post("/v1/messages", request({{"system", json::parse(R"([{"type": "text", "text": "x-anthropic-billing-header: cch=1;"},
+                                                              {"type": "text", "text": "Be brief."}])")}}));
+    post("/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", "x-anthropic-billing-header: cch=2;\nBe brief."}},
+                                                {{"role", "user"}, {"content", "Weather in Paris?"}}}},
+                                  {"max_tokens", 64}, {"tools", tools}});
+    post("/v1/responses", {{"instructions", "x-anthropic-billing-header: cch=3;\nBe brief."}, {"input", "Weather in Paris?"},
+                           {"max_output_tokens", 64}, {"tools", {{{"type", "function"}, {"name", "get_weather"},
+                                                                  {"parameters", tools[0]["function"]["parameters"]}}}}});
+    post("/v1/messages", request({{"system", "Be brief."}}));
+    ASSERT_EQ(service_.submitted.size(), 4u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(service_.submitted[i].prompt, service_.submitted[3].prompt) << "request " << i;
+    json count = request({{"system", "x-anthropic-billing-header: cch=4;\nBe brief."}});
+    count.erase("max_tokens");
+    EXPECT_EQ(json::parse(post("/v1/messages/count_tokens", count)->body)["input_tokens"], service_.submitted[3].prompt.size());
+}
+
 TEST_F(MessagesRoute, CountTokensIsThePromptsLength) {
     service_.scripts = {{"ok"}};
     json body = request();
@@ -106,6 +129,34 @@ TEST_F(MessagesRoute, AStreamIsAnthropicsEventSequence) {
     EXPECT_EQ(names, (std::vector<std::string>{"message_start", "content_block_start", "content_block_delta",
                                                "content_block_stop", "message_delta", "message_stop"}));
     EXPECT_NE(r->events[2].find(R"("text":"Hi there")"), std::string::npos) << r->events[2];
+}
+
+// The data of each event named `name` in a stream.
+std::vector<json> event_data(const std::vector<std::string>& events, const std::string& name) {
+    std::vector<json> out;
+    for (const std::string& e : events) {
+        if (e.starts_with("event: " + name + "\n")) out.push_back(json::parse(e.substr(e.find("data: ") + 6)));
+    }
+    return out;
+}
+
+TEST_F(MessagesRoute, ALlama3CallStreamsAsInputJsonDeltasOfAToolUseBlock) {
+    tokenizer_ = tinycode_with("{% if tools %}Answer with {\"name\": ..., \"parameters\": ...} or <|python_tag|>{% endif %}"
+                               "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}");
+    service_.scripts = {{"{\"name\": \"get_weather\", \"parameters\": {\"city\": ", "\"Paris\"}}"}};
+    const auto r = post("/v1/messages", request({{"stream", true}}));
+    ASSERT_TRUE(r->ended);
+    const std::vector<json> starts = event_data(r->events, "content_block_start");
+    ASSERT_EQ(starts.size(), 1u);  // one block, the call: no text block beside it
+    EXPECT_EQ(starts[0]["content_block"]["type"], "tool_use");
+    EXPECT_EQ(starts[0]["content_block"]["name"], "get_weather");
+    std::string partial_json;
+    for (const json& delta : event_data(r->events, "content_block_delta")) {
+        EXPECT_EQ(delta["delta"]["type"], "input_json_delta") << delta;
+        partial_json += delta["delta"]["partial_json"].get<std::string>();
+    }
+    EXPECT_EQ(json::parse(partial_json), json::parse(R"({"city": "Paris"})"));
+    EXPECT_EQ(event_data(r->events, "message_delta").at(0)["delta"]["stop_reason"], "tool_use");
 }
 
 TEST_F(MessagesRoute, ErrorsHaveAnthropicsShapeAndNameTheField) {

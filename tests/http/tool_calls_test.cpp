@@ -282,9 +282,77 @@ TEST(Llama3ToolCalls, OtherRepliesAreContent) {
 TEST(Llama3ToolCalls, StreamingMatchesTheWholeReplyAtEverySplitPoint) {
     for (const std::string& text : std::vector<std::string>{"{\"name\": \"f\", \"parameters\": {\"a\": [1, 2]}}",
                                    "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", "plain text reply ",
+                                   " \n{\"name\": \"f\", \"arguments\": {\"s\": \"}{\\\"\"}} \n",
+                                   "{\"parameters\": {\"a\": 1}, \"name\": \"f\"}",  // another shape: checked whole
                                    "{\"name\": \"Bob\"} is a name", "<|python"}) {
         expect_every_split_matches(text, ToolCallFormat::llama3);
     }
+}
+
+TEST(Llama3ToolCallStream, ArgumentsStreamAsTheyComeOnceTheNameAndTheirObjectHaveOpened) {
+    ToolCallStream stream(ToolCallFormat::llama3, counting_ids());
+    EXPECT_TRUE(stream.feed("<|python_tag|>{\"name\": \"write\", \"param").empty());
+    const std::vector<ReplyDelta> opened = stream.feed("eters\": {\"text\": \"a}");
+    ASSERT_EQ(opened.size(), 2u);
+    EXPECT_TRUE(opened[0].is_tool_call && opened[0].opens);
+    EXPECT_EQ(opened[0].id, "call_0");
+    EXPECT_EQ(opened[0].name, "write");
+    EXPECT_EQ(opened[1].arguments, "{\"text\": \"a}");
+    EXPECT_EQ(argument_pieces(stream.feed("b\", \"n\": ")), std::vector<std::string>{"b\", \"n\": "});
+    EXPECT_EQ(argument_pieces(stream.feed("[1]}")), std::vector<std::string>{"[1]}"});
+    // The call object's own closing brace ends the call and is not sent.
+    EXPECT_TRUE(stream.feed("}").empty());
+    EXPECT_TRUE(stream.finish().empty());
+    EXPECT_EQ(stream.calls(), 1);
+}
+
+// Every piece of a streamed call is a piece of its arguments: nothing of
+// the call reaches content, wherever the model's tokens happen to split.
+TEST(Llama3ToolCallStream, StreamedPiecesJoinToTheWholeReplysArgumentsAtEverySplitPoint) {
+    const std::string text = "{\"name\": \"f\", \"parameters\": {\"a\": [1, 2], \"b\": {\"c\": \"}\"}}}";
+    const ParsedReply whole = parse(text, ToolCallFormat::llama3);
+    ASSERT_EQ(whole.tool_calls.size(), 1u);
+    EXPECT_EQ(whole.tool_calls[0].arguments, "{\"a\": [1, 2], \"b\": {\"c\": \"}\"}}");
+    std::vector<std::string> bytes;
+    for (char c : text) bytes.emplace_back(1, c);
+    ToolCallStream stream(ToolCallFormat::llama3, counting_ids());
+    size_t pieces = 0;
+    for (const std::string& b : bytes) {
+        for (const ReplyDelta& d : stream.feed(b)) {
+            EXPECT_TRUE(d.is_tool_call) << "content: " << d.content;
+            pieces += d.is_tool_call && !d.opens;
+        }
+    }
+    EXPECT_TRUE(stream.finish().empty());
+    EXPECT_GT(pieces, 10u);  // streamed as it came, not held to the end
+    expect_same(streamed(bytes, ToolCallFormat::llama3), whole, "byte by byte");
+}
+
+TEST(Llama3ToolCallStream, ACallCutByMaxTokensStandsWithTheArgumentsItHas) {
+    const std::string cut = "{\"name\": \"f\", \"parameters\": {\"x\": 1";
+    EXPECT_TRUE(parse(cut, ToolCallFormat::llama3).tool_calls.empty());  // whole, it does not parse
+    const ParsedReply r = streamed({cut.substr(0, 30), cut.substr(30)}, ToolCallFormat::llama3);
+    ASSERT_EQ(r.tool_calls.size(), 1u);
+    EXPECT_EQ(r.tool_calls[0].arguments, "{\"x\": 1");
+    EXPECT_EQ(r.content, "");
+}
+
+TEST(Llama3ToolCallStream, TextAfterAStreamedCallIsContent) {
+    const std::string text = "{\"name\": \"f\", \"parameters\": {}} Done.";
+    const ParsedReply r = streamed({text.substr(0, 30), text.substr(30)}, ToolCallFormat::llama3);
+    ASSERT_EQ(r.tool_calls.size(), 1u);
+    EXPECT_EQ(r.tool_calls[0].arguments, "{}");
+    EXPECT_EQ(r.content, "Done.");
+}
+
+TEST(Llama3ToolCallStream, JsonThatIsNotACallIsHeldWholeAndStaysContent) {
+    ToolCallStream stream(ToolCallFormat::llama3, counting_ids());
+    EXPECT_TRUE(stream.feed("{\"name\": \"Bob\", ").empty());
+    EXPECT_TRUE(stream.feed("\"age\": 3}").empty());
+    const std::vector<ReplyDelta> out = stream.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].content, "{\"name\": \"Bob\", \"age\": 3}");
+    EXPECT_EQ(stream.calls(), 0);
 }
 
 TEST(Llama3ToolCallStream, PlainTextStreamsAtOnce) {
