@@ -261,6 +261,12 @@ SamplingFields parse_sampling(const Json& root, bool count_only) {
         if (*v < 0 || *v > (int64_t{1} << 30)) fail("top_k", std::to_string(*v) + " must be 0 (no limit) or positive");
         s.top_k = static_cast<int32_t>(*v);
     }
+    // Not in Anthropic's API: the seed of chat completions, so that a sampled
+    // request can be repeated (and a repeat drafted whole by Recall).
+    if (const Json* v = field(root, "seed"); v && !v->is_null()) {
+        if (!v->is_number_integer() && !v->is_number_unsigned()) wrong_type("seed", "an integer", *v);
+        s.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
+    }
     if (const Json* v = field(root, "stop_sequences")) {
         if (!v->is_array()) wrong_type("stop_sequences", "an array of strings", *v);
         if (v->size() > kMaxStopSequences) fail("stop_sequences", "at most " + std::to_string(kMaxStopSequences));

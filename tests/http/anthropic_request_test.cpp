@@ -127,8 +127,9 @@ TEST(AnthropicRequest, ToolChoiceMapsOntoTheNativeModes) {
 TEST(AnthropicRequest, SamplingFieldsAndThinkingAreRead) {
     json body = minimal();
     body.update(json::parse(R"({"temperature": 0, "top_p": 0.5, "top_k": 7, "stop_sequences": ["\n\n"], "stream": true,
-        "metadata": {"user_id": "u"}, "thinking": {"type": "enabled", "budget_tokens": 1024}})"));
+        "metadata": {"user_id": "u"}, "thinking": {"type": "enabled", "budget_tokens": 1024}, "seed": 42})"));
     const MessagesRequest r = parse(body);
+    EXPECT_EQ(r.chat.sampling.seed, std::optional<uint64_t>{42});
     EXPECT_EQ(r.chat.sampling.temperature, 0.0f);
     EXPECT_EQ(r.chat.sampling.top_p, 0.5f);
     EXPECT_EQ(r.chat.sampling.top_k, 7);
@@ -158,6 +159,9 @@ TEST(AnthropicRequest, BadInputIsRefusedNamingTheField) {
     body = minimal();
     body["messages"][0]["role"] = "system";
     EXPECT_EQ(message_of(body).rfind("messages[0].role: 'system' is not one of user, assistant", 0), 0u);
+    body = minimal();
+    body["seed"] = "seven";
+    EXPECT_EQ(message_of(body).rfind("seed: expected an integer", 0), 0u) << message_of(body);
     body = minimal();
     body["messages"][0]["content"] = json::parse(R"([{"type": "image", "source": {}}])");
     EXPECT_EQ(message_of(body).rfind("messages[0].content[0].type: 'image' blocks are not supported", 0), 0u);
