@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/gpu_lane.h"
 #include "actors/recall_actors.h"
@@ -81,7 +82,8 @@ public:
         {
             std::lock_guard lock(mutex_);
             if (stopping_) throw Overloaded("the server is shutting down");
-            if (static_cast<int>(streams_.size()) >= options_.engine.max_streams + options_.max_waiting) {
+            const auto live = static_cast<int>(streams_.size() - ending_.size());
+            if (live >= options_.engine.max_streams + options_.max_waiting) {
                 throw Overloaded("every stream is busy and " + std::to_string(options_.max_waiting) +
                                  " requests are already waiting");
             }
@@ -94,6 +96,13 @@ public:
         stream.request = std::move(request);
         stream.on_event = [this, handle, consumer](StreamEvent event) {
             if (event.finish == engine::FinishReason::running) return (*consumer)(std::move(event));
+            // The request holds no slot while its last event is delivered: a
+            // client that sends its next request as soon as it reads the
+            // last chunk must not find the server full.
+            {
+                std::lock_guard lock(mutex_);
+                if (streams_.count(handle) != 0) ending_.insert(handle);
+            }
             // Forgotten only after the consumer has returned: shutdown() waits
             // for every request to be forgotten, and what the consumer uses
             // (the router, the connection) may go once shutdown() returns.
@@ -161,6 +170,7 @@ private:
     // Removes a request that has ended; false if it was already gone.
     bool forget(RequestHandle handle) {
         std::lock_guard lock(mutex_);
+        ending_.erase(handle);
         if (streams_.erase(handle) == 0) return false;
         idle_.notify_all();
         return true;
@@ -183,7 +193,8 @@ private:
     // still reach these.
     std::mutex mutex_;
     std::condition_variable idle_;
-    std::unordered_map<RequestHandle, stream_actor> streams_;
+    std::unordered_map<RequestHandle, stream_actor> streams_;  // every request not yet forgotten
+    std::unordered_set<RequestHandle> ending_;                 // of which delivering their last event
     caf::actor_system_config config_;
     caf::actor_system system_;
     engine::Drafter drafter_;
