@@ -19,6 +19,19 @@ using namespace avx2;  // V16 and its operations
 
 #include "cpu/kernels/quant_ops_avx2.inc"
 
+// Activation rows per pass over a tile. Without the sign split of the
+// VPMADDUBSW path there are registers for 6 rows' integer sums (12 ymm,
+// with one weight pair and a broadcast: 15 of 16), and one pass of 6 rows
+// reads each L2 chunk of weights for 6 rows instead of 4. bench-dot, 3072 x
+// 1024, 2 threads, Zen 5 (AVX-VNNI), GOP/s at M = 16 / 64, 4 rows -> 6:
+// q8_0 562 / 583 -> 649 / 661, q4_0 365 / 404 -> 542 / 562, q4_k 312 / 314
+// -> 436 / 440, q6_k 261 / 266 -> 362 / 383; 7 and 8 rows were slower than
+// 6, and q8_0 with its rows outside the groups slower still (2026-12-06).
+constexpr int kTiledRows = 6, kTiledTiles = 1;
+// Whether q8_0's tiles loop over the weight groups outside the rows
+// (quant_tiled_impl.inc, run_group_outer).
+constexpr bool kQ8GroupOuter = true;
+
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
     return {_mm256_dpbusd_avx_epi32(acc.lo, u.lo, s.lo), _mm256_dpbusd_avx_epi32(acc.hi, u.hi, s.hi)};
 }
