@@ -27,6 +27,7 @@ constexpr int kTiledRows = 4, kTiledTiles = 1;
 // Whether q8_0's tiles loop over the weight groups outside the rows
 // (quant_tiled_impl.inc, run_group_outer).
 constexpr bool kQ8GroupOuter = true;
+constexpr bool kNibbleGroupOuter = false;  // the same for q4_0 and q5_0
 
 inline __m256i dot8(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));

@@ -31,6 +31,7 @@ constexpr int kTiledRows = 6, kTiledTiles = 1;
 // Whether q8_0's tiles loop over the weight groups outside the rows
 // (quant_tiled_impl.inc, run_group_outer).
 constexpr bool kQ8GroupOuter = true;
+constexpr bool kNibbleGroupOuter = true;  // the same for q4_0 and q5_0
 
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
     return {_mm256_dpbusd_avx_epi32(acc.lo, u.lo, s.lo), _mm256_dpbusd_avx_epi32(acc.hi, u.hi, s.hi)};

@@ -27,6 +27,7 @@ constexpr int kTiledRows = 12, kTiledTiles = 1;
 // Whether q8_0's tiles loop over the weight groups outside the rows
 // (quant_tiled_impl.inc, run_group_outer).
 constexpr bool kQ8GroupOuter = false;
+constexpr bool kNibbleGroupOuter = false;  // the same for q4_0 and q5_0
 
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) {
     const __m512i pairs = _mm512_maddubs_epi16(u.v, s.v);

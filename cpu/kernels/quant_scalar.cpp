@@ -92,6 +92,7 @@ constexpr int kTiledRows = 2, kTiledTiles = 2;
 // Whether q8_0's tiles loop over the weight groups outside the rows
 // (quant_tiled_impl.inc, run_group_outer).
 constexpr bool kQ8GroupOuter = false;
+constexpr bool kNibbleGroupOuter = false;  // the same for q4_0 and q5_0
 
 constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
 
