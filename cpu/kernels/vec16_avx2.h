@@ -127,6 +127,16 @@ inline __m256 scale_pow2_8(__m256 p, __m256 n) {
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 inline V16 scale_pow2_16(const V16& p, const V16& n) { return {scale_pow2_8(p.lo, n.lo), scale_pow2_8(p.hi, n.hi)}; }
+// A V16 as lane groups, one ymm each. No matmul product crosses from lanes
+// 0..7 to 8..15, so a kernel may walk K once per group and hold half the
+// accumulators a tile of whole V16s would.
+constexpr int kLaneGroups = 2;
+using LaneGroup = __m256;
+inline LaneGroup zero_group() { return _mm256_setzero_ps(); }
+inline LaneGroup load_group(const float* p) { return _mm256_loadu_ps(p); }
+inline LaneGroup fma_group(LaneGroup a, LaneGroup b, LaneGroup c) { return _mm256_fmadd_ps(a, b, c); }
+inline void store_group(float* p, LaneGroup x) { _mm256_storeu_ps(p, x); }
+inline LaneGroup get_group(const V16& v, int g) { return g == 0 ? v.lo : v.hi; }
 // Attention's accumulators in flight: 12 of the 16 ymm registers.
 constexpr int kAttentionAccumulators = 6;
 

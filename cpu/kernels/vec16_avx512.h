@@ -132,6 +132,14 @@ inline V16 scale_pow2_16(const V16& p, const V16& n) {
     const __m512 s2 = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_add_epi32(k2, bias), 23));
     return {_mm512_mul_ps(_mm512_mul_ps(p.v, s1), s2)};
 }
+// A V16 is one zmm: a single lane group (see vec16_avx2.h).
+constexpr int kLaneGroups = 1;
+using LaneGroup = __m512;
+inline LaneGroup zero_group() { return _mm512_setzero_ps(); }
+inline LaneGroup load_group(const float* p) { return _mm512_loadu_ps(p); }
+inline LaneGroup fma_group(LaneGroup a, LaneGroup b, LaneGroup c) { return _mm512_fmadd_ps(a, b, c); }
+inline void store_group(float* p, LaneGroup x) { _mm512_storeu_ps(p, x); }
+inline LaneGroup get_group(const V16& v, int) { return v.v; }
 // Attention's accumulators in flight: 24 of the 32 zmm registers, the
 // rest for the broadcast queries or softmax weights and the loaded keys or
 // values.

@@ -176,6 +176,14 @@ inline V16 scale_pow2_16(const V16& p, const V16& n) {
     }
     return v;
 }
+// One lane group of 16 (see vec16_avx2.h).
+constexpr int kLaneGroups = 1;
+using LaneGroup = V16;
+inline LaneGroup zero_group() { return zero16(); }
+inline LaneGroup load_group(const float* p) { return load16(p); }
+inline LaneGroup fma_group(const LaneGroup& a, const LaneGroup& b, const LaneGroup& c) { return fma16(a, b, c); }
+inline void store_group(float* p, const LaneGroup& x) { store16(p, x); }
+inline LaneGroup get_group(const V16& v, int) { return v; }
 // How many V16 accumulators attention keeps in flight (blocks scored side
 // by side, slices of the value sum): loop shape only, the order of every
 // sum is fixed by key positions.

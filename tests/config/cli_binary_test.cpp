@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <sys/wait.h>
 
@@ -64,9 +66,13 @@ TEST(Binary, A16BitOrFp32KvCacheIsRefusedForTheCudaBackendBeforeLoading) {
 }
 
 TEST(Binary, ServeOfADirectoryWithoutAModelFailsNamingTheFile) {
-    RunResult r = run_tensorfold("serve /tmp --port 0");
+    // A directory of its own: /tmp itself may well hold a model file.
+    std::string dir = (std::filesystem::temp_directory_path() / "tf-no-model-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+    RunResult r = run_tensorfold("serve " + dir + " --port 0");
+    std::filesystem::remove(dir);
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.output.find("/tmp"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(dir), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("listening on"), std::string::npos) << r.output;
 }
 
