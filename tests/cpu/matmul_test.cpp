@@ -127,7 +127,7 @@ TEST_P(Precision, ARowGetsTheSameBitsAloneOrAmongOthersWithAnyThreadCount) {
     Matrix m(N, K, format, random_floats(static_cast<size_t>(N) * K, 3, 0.5f));
     // Batches whose last row tile has each size the many-row kernels
     // (4 or 6 rows a tile) can leave.
-    for (int32_t M : {6, 10, 19, 29}) {
+    for (int32_t M : {6, 8, 9, 10, 19, 29}) {
         const auto x = random_floats(static_cast<size_t>(M) * K, 4);
         for (Isa isa : paths_for(activations)) {
             const KernelTable& table = kernel_table(isa, activations);
