@@ -12,6 +12,22 @@ namespace tf::model {
 
 namespace {
 
+// log(-A) of a file's A, back to the A_log it came from. The converter
+// took A = -exp(A_log) in f32, so the log lands within a few parts in 1e8
+// of A_log: for a bf16 checkpoint (the usual kind) the nearest bf16 value
+// is then A_log exactly, which a plain f32 rounding would miss by an ulp
+// now and then, and that ulp would show in every later logit. A value no
+// bf16 lies that close to came from an f32 A_log and stays as computed.
+float nearest_bf16_if_within_rounding(double exact) {
+    const auto rounded = static_cast<float>(exact);
+    uint32_t bits;
+    std::memcpy(&bits, &rounded, 4);
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    float bf16;
+    std::memcpy(&bf16, &bits, 4);
+    return std::fabs(exact - bf16) <= 1e-6 * std::fabs(exact) ? bf16 : rounded;
+}
+
 // A layer tensor's GGUF suffix and its name under backbone.layers.N.
 constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"attn_norm.weight", "norm.weight"},
@@ -359,7 +375,8 @@ void nemotron_h_view(TensorView& view, const ModelConfig& config, std::vector<st
                 throw LoadError(view.file + ": tensor " + name + " holds A = " + std::to_string(a) + " at head " +
                                 std::to_string(h) + ", which is -exp(A_log) of no A_log");
             }
-            const auto a_log = static_cast<float>(std::log(-static_cast<double>(a)));
+            const double exact = std::log(-static_cast<double>(a));
+            const float a_log = nearest_bf16_if_within_rounding(exact);
             std::memcpy(copy.data() + 4 * h, &a_log, 4);
         }
         view.data = copy.data();

@@ -11,7 +11,9 @@
 //   - ssm_a holds A = -exp(A_log) in F32; the loader wants A_log, so each
 //     value is handed on as log(-A) (a copy). The converter computes A from
 //     the stored A_log in f32, so log(-A) lands within a few parts in 1e8 of
-//     A_log, and rounds back to it exactly for a bf16 checkpoint.
+//     A_log; where a bf16 value lies that close it is taken, which gives a
+//     bf16 checkpoint's A_log back exactly (an f32 rounding was an ulp off
+//     for some heads, visible in the logits of the f32-activation paths).
 //   - ssm_d ([H, 1]), ssm_norm ([G, inner / G]) and ssm_conv1d ([conv_dim,
 //     K]) are the directory's values in the directory's order; only their
 //     shapes are set back to [H], [inner] and [conv_dim, 1, K].
