@@ -6,7 +6,9 @@
 #include <optional>
 #include <utility>
 
+#include "model/checkpoint_writer.h"
 #include "model/load_error.h"
+#include "model/safetensors.h"
 
 namespace tf::model {
 
@@ -20,11 +22,7 @@ namespace {
 // bf16 lies that close to came from an f32 A_log and stays as computed.
 float nearest_bf16_if_within_rounding(double exact) {
     const auto rounded = static_cast<float>(exact);
-    uint32_t bits;
-    std::memcpy(&bits, &rounded, 4);
-    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-    float bf16;
-    std::memcpy(&bf16, &bits, 4);
+    const float bf16 = bf16_to_float(float_to_bf16(rounded));
     return std::fabs(exact - bf16) <= 1e-6 * std::fabs(exact) ? bf16 : rounded;
 }
 

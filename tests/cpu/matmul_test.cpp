@@ -108,7 +108,8 @@ class Precision : public ::testing::TestWithParam<std::tuple<Activations, Weight
 
 TEST_P(Precision, EveryPathIsBitIdenticalToScalar) {
     const auto [activations, format] = GetParam();
-    // 1100: the many-row kernel's K chunks of 512 end with a short one.
+    // 1100 (1120 padded): the many-row kernel's K chunks, of 256 or 512,
+    // end with a short one.
     for (int32_t K : {32, 80, 384, 1000, 1100}) {
         Matrix m(37, K, format, random_floats(static_cast<size_t>(37) * K, 1, 0.5f));
         for (int32_t M : {1, 3, 4, 5, 9, 16, 33}) {
@@ -126,7 +127,8 @@ TEST_P(Precision, ARowGetsTheSameBitsAloneOrAmongOthersWithAnyThreadCount) {
     const auto [activations, format] = GetParam();
     const int32_t N = 53;
     // Batches whose last row tile has each size the many-row kernels
-    // (4 or 6 rows a tile) can leave; K of one chunk and of three.
+    // (4 or 6 rows a tile) can leave; K of one chunk and of several, the
+    // last one short.
     for (const auto& [K, M] : {std::pair{160, 6}, {160, 8}, {160, 9}, {160, 10}, {160, 19}, {160, 29}, {1100, 13}}) {
         Matrix m(N, K, format, random_floats(static_cast<size_t>(N) * K, 3, 0.5f));
         const auto x = random_floats(static_cast<size_t>(M) * K, 4);
