@@ -42,6 +42,12 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(ac
 
 constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
 
+// One row at a time (quant_tiled_impl.inc, paired_dot_groups): the paths
+// that sum small weights in int16 gain nothing from pairing (q4_k_m 16 rows
+// on avx2 went 90 -> 104 ms with it), 16-register paths have no room for
+// it, and the scalar reference needs no speed.
+constexpr int kRowsInterleaved = 1;
+
 #include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace

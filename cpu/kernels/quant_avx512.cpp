@@ -60,6 +60,12 @@ inline I32 small_dot_groups(I32 acc, const I8* w, const int8_t* x) {
     return acc;
 }
 
+// One row at a time (quant_tiled_impl.inc, paired_dot_groups): the paths
+// that sum small weights in int16 gain nothing from pairing (q4_k_m 16 rows
+// on avx2 went 90 -> 104 ms with it), 16-register paths have no room for
+// it, and the scalar reference needs no speed.
+constexpr int kRowsInterleaved = 1;
+
 #include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace

@@ -40,6 +40,14 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(ac
 
 constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
 
+// Rows of a tile whose dot chains are interleaved (quant_tiled_impl.inc,
+// paired_dot_groups): one row's 8 VPDPBUSD are a dependent chain, and two
+// side by side fit the 32 zmm. bench-dot --threads=1 --path=VNNI, Intel
+// Xeon (model 207), best of three, GOP/s at M = 8/16/32/64: q8_0
+// 311/307/310/323 -> 343/325/353/358, q4_k 312/288/293/294 ->
+// 334/309/326/317 (2026-12-07).
+constexpr int kRowsInterleaved = 2;
+
 #include "cpu/kernels/quant_tiled_impl.inc"
 
 }  // namespace
