@@ -29,9 +29,15 @@ using namespace avx512;  // V16 and its operations
 // 12 rows a pass against 46-47 with 16; 64 rows unchanged (2026-12-05).
 constexpr int kTiledRows = 16, kTiledTiles = 1;
 // Whether q8_0's tiles loop over the weight groups outside the rows
-// (quant_tiled_impl.inc, run_group_outer).
-constexpr bool kQ8GroupOuter = false;
-constexpr bool kNibbleGroupOuter = false;  // the same for q4_0 and q5_0
+// (quant_tiled_impl.inc, run_group_outer). Rows outside the groups kept the
+// 8 group vectors of a block live beside 16 accumulators and spilled about
+// 200 stack operands a block; groups outside leave one weight vector live
+// and 16 independent dots per group. bench-model, q06b Q8_0 forward, 2
+// threads, Intel Xeon (model 207), three alternations, ms at M = 16 / 64:
+// 48.6-50.6 / 160-165 -> 43.8-48.8 / 135-142; Q4_0 40.9-43.9 / 164-170 ->
+// 40.5-40.8 / 153-158; decode level (2026-12-07).
+constexpr bool kQ8GroupOuter = true;
+constexpr bool kNibbleGroupOuter = true;  // the same for q4_0 and q5_0
 
 inline I32 dot_u8s8(const I32& acc, const I8& u, const I8& s) { return {_mm512_dpbusd_epi32(acc.v, u.v, s.v)}; }
 // q8_0's stored q+128 against x, the -128 * sum bias in acc: VPDPBUSD as is.
