@@ -1,5 +1,7 @@
 #include "cpu/kv_cache.h"
 
+#include <immintrin.h>
+
 #include <cassert>
 #include <cstring>
 #include <new>
@@ -12,6 +14,25 @@ using kernels::KvType;
 
 namespace {
 
+// kernels::f32_to_f16_bits of n floats (a multiple of 8) by VCVTPS2PH:
+// its round to nearest even, quiet NaN with the top payload bits and
+// overflow to infinity are the scalar function's, and an infinity then
+// becomes the largest finite half as there. The scalar conversion, one
+// element at a time and with branches, was 2.6% of a 16-row q8_0 forward
+// (the KV cache is f16 by default).
+[[gnu::target("avx,f16c")]] void f16_bits_f16c(const float* from, int32_t n, uint16_t* to) {
+    const __m128i magnitude = _mm_set1_epi16(0x7FFF), infinity = _mm_set1_epi16(0x7C00);
+    const __m128i largest = _mm_set1_epi16(0x7BFF);
+    for (int32_t i = 0; i < n; i += 8) {
+        const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(from + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m128i is_infinite = _mm_cmpeq_epi16(_mm_and_si128(half, magnitude), infinity);
+        const __m128i finite = _mm_or_si128(_mm_andnot_si128(magnitude, half), largest);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i), _mm_blendv_epi8(half, finite, is_infinite));
+    }
+}
+
+const bool kHasF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+
 // n floats rounded to `type` (not q8_0), stored at `out` with elements
 // `step` elements apart.
 void store_elements(KvType type, const float* from, int32_t n, char* out, size_t step) {
@@ -20,6 +41,16 @@ void store_elements(KvType type, const float* from, int32_t n, char* out, size_t
             for (int32_t i = 0; i < n; ++i) std::memcpy(out + i * step * 4, from + i, 4);
             return;
         case KvType::f16:
+            if (kHasF16c && n % 8 == 0 && n <= 512) {
+                uint16_t halves[512];
+                f16_bits_f16c(from, n, halves);
+                if (step == 1) {
+                    std::memcpy(out, halves, 2 * static_cast<size_t>(n));
+                } else {
+                    for (int32_t i = 0; i < n; ++i) std::memcpy(out + i * step * 2, &halves[i], 2);
+                }
+                return;
+            }
             for (int32_t i = 0; i < n; ++i) {
                 const uint16_t bits = kernels::f32_to_f16_bits(from[i]);
                 std::memcpy(out + i * step * 2, &bits, 2);

@@ -6,7 +6,7 @@
 #include <cassert>
 #include <cstdint>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 #include "cpu/kernels/quant_matmul.h"
 #include "cpu/kernels/vec16_avx2.h"

@@ -4,7 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "cpu/kernels/quant_matmul.h"
 #include "cpu/kernels/vec16_scalar.h"

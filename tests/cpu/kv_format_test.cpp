@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu/kernels/kv_format.h"
+#include "cpu/kv_cache.h"
 #include "tests/cpu/kernel_test_support.h"
 
 namespace tf::cpu::kernels {
@@ -87,6 +88,48 @@ TEST(KvFormat, WideningIsExactForEveryHalfAndBf16) {
     }
     EXPECT_EQ(f32_to_bf16_bits(1.0f + 0x1p-8f), 0x3F80);  // a tie, to even
     EXPECT_EQ(f32_to_bf16_bits(1.0f + 0x1.8p-7f), 0x3F82);  // 1.5 units: a tie, to even
+}
+
+// KvCache::write converts 8 at a time where the CPU has F16C: every stored
+// key and value must be the half f32_to_f16_bits gives, edge values included
+// (ties, subnormals, overflow, infinities, NaN), at every lane of a block.
+TEST(KvFormat, AnF16CacheStoresTheScalarRoundingOfEveryElement) {
+    constexpr int32_t kHeads = 2, kHeadDim = 64, kPositions = 19;
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> edges = {0.0f, -0.0f, 1.0f + 0x1p-11f, 1.0f + 0x1.8p-10f, 0x1p-24f, 0x1p-25f,
+                                      0x1.8p-24f, -0x1p-26f, 65504.0f, 65519.99f, 65520.0f, -1e30f, inf, -inf,
+                                      std::nanf(""), -std::nanf("0x3ff"), 1e-40f, 3.14159f};
+    KvCache cache(1, kHeads, kHeadDim, kPositions, KvType::f16);
+    std::vector<std::vector<float>> keys, values;
+    uint32_t state = 12345;
+    for (int32_t p = 0; p < kPositions; ++p) {
+        std::vector<float> k(kHeads * kHeadDim), v(kHeads * kHeadDim);
+        for (size_t i = 0; i < k.size(); ++i) {
+            state = state * 1664525u + 1013904223u;
+            const float random = static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) * 0x1p-12f;
+            k[i] = (i + p) % 3 == 0 ? edges[(i + p) % edges.size()] : random;
+            v[i] = (i + p) % 2 == 0 ? edges[(i * 7 + p) % edges.size()] : -random;
+        }
+        cache.write(0, p, k.data(), v.data());
+        keys.push_back(k);
+        values.push_back(v);
+    }
+    auto bits = [](float x) {
+        uint32_t b;
+        std::memcpy(&b, &x, 4);
+        return b;
+    };
+    for (int32_t p = 0; p < kPositions; ++p) {
+        for (int32_t h = 0; h < kHeads; ++h) {
+            for (int32_t d = 0; d < kHeadDim; ++d) {
+                const size_t i = static_cast<size_t>(h) * kHeadDim + d;
+                ASSERT_EQ(bits(cache.key(0, h, p, d)), bits(f16_bits_to_f32(f32_to_f16_bits(keys[p][i]))))
+                    << "key at position " << p << ", head " << h << ", d " << d << ": " << keys[p][i];
+                ASSERT_EQ(bits(cache.value(0, h, p, d)), bits(f16_bits_to_f32(f32_to_f16_bits(values[p][i]))))
+                    << "value at position " << p << ", head " << h << ", d " << d << ": " << values[p][i];
+            }
+        }
+    }
 }
 
 TEST(KvFormat, TypeNamesParseAndUnknownOnesAreRefused) {
