@@ -7,7 +7,8 @@
 // attention kernel on one thread: one kv head's query vectors (1, 2, 8 and
 // 32: a decode row and rows of a verify round, two query heads a row as in
 // Qwen3-0.6B) over 4096 and 16384 cached keys, by KV type, against the
-// fp32 FMA peak.
+// fp32 FMA peak. Between the two, the activation quantization of each
+// packing this CPU runs, blocks a microsecond.
 //
 //   build/bench-dot [--seconds=S] [--threads=1,2] [--n=3072] [--k=1024] [--peaks-only] [--path=TEXT]
 //                   [--attention-only]
@@ -233,6 +234,42 @@ double attention_rate(Isa isa, KvType type, int32_t vectors, int32_t keys, doubl
     return 4.0 * vectors * static_cast<double>(keys) * head_dim * runs / elapsed;
 }
 
+// Activation quantization (the int8 paths' pack_rows): 64 rows of K, on one
+// thread, as blocks of 32 a microsecond. It runs once per matmul input, so
+// at M = 16-64 it is a per-row cost beside the matmuls.
+void print_packing(int32_t k, double seconds) {
+    std::printf("\n## Activation quantization, one thread: blocks of 32 per microsecond (64 rows of K = %d)\n\n", k);
+    std::printf("| packing | blocks/us |\n|---|---|\n");
+    constexpr int32_t kRowsPacked = 64;
+    std::mt19937 rng(13);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(kRowsPacked) * k);
+    for (auto& v : x) v = dist(rng);
+    Buffer packed = aligned(quant_activation_row_bytes(k) * kRowsPacked);
+    struct Packing {
+        const char* name;
+        Isa needs;
+        PackRowsFn pack;
+    };
+    for (const Packing& p : {Packing{"scalar", Isa::scalar, &pack_rows_quant},
+                             Packing{"avx2", Isa::avx2, &pack_rows_quant_avx2},
+                             Packing{"avx512", Isa::avx512, &pack_rows_quant_avx512}}) {
+        if (!isa_supported(p.needs)) {
+            std::printf("| %s | not on this CPU |\n", p.name);
+            continue;
+        }
+        int64_t runs = 0;
+        const auto start = std::chrono::steady_clock::now();
+        double elapsed = 0;
+        do {
+            p.pack(x.data(), kRowsPacked, k, k, packed.get());
+            ++runs;
+            elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        } while (elapsed < seconds);
+        std::printf("| %s | %.1f |\n", p.name, static_cast<double>(runs) * kRowsPacked * (k / 32) / elapsed / 1e6);
+    }
+}
+
 void print_attention(const std::map<std::string, std::map<int, double>>& peak, double seconds) {
     constexpr int32_t kVectors[] = {1, 2, 8, 32};
     constexpr int32_t kKeys[] = {4096, 16384};
@@ -335,6 +372,7 @@ int main(int argc, char** argv) {
             }
         }
     }
+    print_packing(o.k, o.seconds);
     print_attention(peak, o.seconds);
     return 0;
 }

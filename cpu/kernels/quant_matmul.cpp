@@ -49,12 +49,11 @@ bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
 }
 
 const QuantKernels kScalar = {Isa::scalar, false, &pack_rows_quant, &quant_scalar::matmul};
-// Every vector path packs with AVX2 (the AVX-512 paths too: 32 floats are
-// four ymm, and the packing is a small part of a forward).
+// The avx2 paths pack with AVX2, the avx512 ones with AVX-512: the same bytes.
 const QuantKernels kAvx2 = {Isa::avx2, false, &pack_rows_quant_avx2, &quant_avx2::matmul};
 const QuantKernels kAvx2Vnni = {Isa::avx2, true, &pack_rows_quant_avx2, &quant_avx2_vnni::matmul};
-const QuantKernels kAvx512 = {Isa::avx512, false, &pack_rows_quant_avx2, &quant_avx512::matmul};
-const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant_avx2, &quant_avx512_vnni::matmul};
+const QuantKernels kAvx512 = {Isa::avx512, false, &pack_rows_quant_avx512, &quant_avx512::matmul};
+const QuantKernels kAvx512Vnni = {Isa::avx512, true, &pack_rows_quant_avx512, &quant_avx512_vnni::matmul};
 
 }  // namespace
 

@@ -6,8 +6,9 @@
 // that block and q = round-to-nearest-even(x * (127/amax)) (all 0 when
 // amax == 0), with the block's exact zero-point biases and q4_k's min term
 // -(d * (float)sum). A NaN is left out of amax and quantizes to 0. Scalar
-// code (pack_rows_quant) and an AVX2 version (pack_rows_quant_avx2, for
-// every vector path) that gives the same bits.
+// code (pack_rows_quant) and AVX2 and AVX-512 versions (pack_rows_quant_avx2,
+// pack_rows_quant_avx512, for the paths of those widths) that give the same
+// bits.
 //
 // Weights (WeightMatrix, format q8_0 / q4_0 / q5_0 / q4_k / q5_k / q6_k, stride == cols,
 // cols a multiple of the block, 32 or 256): in tiles of 16 interleaved rows
@@ -116,8 +117,9 @@ size_t quant_activation_row_bytes(int32_t k);
 // PackRowsFn: `rows` fp32 rows of k values, ldx apart, into rows of
 // quant_activation_row_bytes(k) bytes each.
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
-// The same on AVX2 (the CPU must have it), bit for bit.
+// The same on AVX2 and on AVX-512 F+BW+VL (the CPU must have it), bit for bit.
 void pack_rows_quant_avx2(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
+void pack_rows_quant_avx512(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
 // Back to fp32 (d * q), for tests and references.
 void unpack_row_quant(const void* packed_row, int32_t k, float* x);
 

@@ -280,12 +280,11 @@ TEST(QuantActivations, AreBlocksOfAmaxOver127RoundedToNearestEvenWithTheirSums) 
     EXPECT_EQ(float_bits(blocks[2].min_x), 0x80000000u);  // -(0 * 0)
 }
 
-// The AVX2 packing every vector path uses gives the scalar packing's bytes:
-// rows of very different scales, exact ties, subnormals, zero and
-// all-zero blocks, a lone infinity and NaNs (left out of amax, quantized
-// to 0).
-TEST(QuantActivations, TheAvx2PackingIsTheScalarPackingByteForByte) {
-    if (!isa_supported(Isa::avx2)) GTEST_SKIP() << "this CPU has no AVX2";
+// The AVX2 and AVX-512 packings (the vector paths') give the scalar
+// packing's bytes: rows of very different scales, exact ties, subnormals,
+// zero and all-zero blocks, a lone infinity and NaNs (left out of amax,
+// quantized to 0).
+void expect_the_scalar_packing(PackRowsFn pack) {
     const int32_t K = 32 * 64, M = 6;
     std::vector<float> x = random_floats(static_cast<size_t>(M) * K, 41, 3.0f);
     for (int32_t r = 0; r < M; ++r) {
@@ -302,16 +301,26 @@ TEST(QuantActivations, TheAvx2PackingIsTheScalarPackingByteForByte) {
     row0[192] = std::numeric_limits<float>::quiet_NaN();
     row0[224] = -std::numeric_limits<float>::quiet_NaN();
     for (int32_t i = 256; i < 288; ++i) row0[i] = std::numeric_limits<float>::quiet_NaN();  // nothing but NaN
-    std::vector<char> scalar(quant_activation_row_bytes(K) * M), avx2(scalar.size(), 'x');
+    std::vector<char> scalar(quant_activation_row_bytes(K) * M), vector(scalar.size(), 'x');
     pack_rows_quant(x.data(), M, K, K, scalar.data());
-    pack_rows_quant_avx2(x.data(), M, K, K, avx2.data());
+    pack(x.data(), M, K, K, vector.data());
     for (size_t b = 0; b < scalar.size() / sizeof(QuantActivationBlock); ++b) {
-        ASSERT_EQ(std::memcmp(scalar.data() + 64 * b, avx2.data() + 64 * b, 64), 0) << "block " << b;
+        ASSERT_EQ(std::memcmp(scalar.data() + 64 * b, vector.data() + 64 * b, 64), 0) << "block " << b;
     }
     const auto* blocks = reinterpret_cast<const QuantActivationBlock*>(scalar.data());
     EXPECT_EQ(blocks[5].d, std::numeric_limits<float>::infinity());
     EXPECT_EQ(blocks[6].q[0], 0);  // the NaN
     EXPECT_EQ(blocks[8].d, 0.0f);  // all NaN: amax 0
+}
+
+TEST(QuantActivations, TheAvx2PackingIsTheScalarPackingByteForByte) {
+    if (!isa_supported(Isa::avx2)) GTEST_SKIP() << "this CPU has no AVX2";
+    expect_the_scalar_packing(&pack_rows_quant_avx2);
+}
+
+TEST(QuantActivations, TheAvx512PackingIsTheScalarPackingByteForByte) {
+    if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "this CPU has no AVX-512";
+    expect_the_scalar_packing(&pack_rows_quant_avx512);
 }
 
 // TF_VNNI: auto follows the CPU, off always works (the VPMADDUBSW path,
