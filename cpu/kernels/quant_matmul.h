@@ -117,7 +117,7 @@ size_t quant_activation_row_bytes(int32_t k);
 // PackRowsFn: `rows` fp32 rows of k values, ldx apart, into rows of
 // quant_activation_row_bytes(k) bytes each.
 void pack_rows_quant(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
-// The same on AVX2 and on AVX-512 F+BW+VL (the CPU must have it), bit for bit.
+// The same on AVX2 and on AVX-512 F+BW+VL+DQ (the CPU must have it), bit for bit.
 void pack_rows_quant_avx2(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
 void pack_rows_quant_avx512(const float* x, int32_t rows, int32_t k, int32_t ldx, void* packed);
 // Back to fp32 (d * q), for tests and references.
