@@ -51,6 +51,7 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
 // without overflow, and one VPMADDWD widens their exact sum. That halves
 // the multiply uops of q4_0 and q4_k against a VPMADDWD per group.
 constexpr bool kSmallSumsInInt16 = true;
+constexpr bool kDotBroadcastsFromMemory = false;
 template <int kBits, int N>
 inline I32 small_dot_groups(I32 acc, const I8* w, const int8_t* x) {
     constexpr int kChunk = 32767 / (2 * ((1 << kBits) - 1) * 127);

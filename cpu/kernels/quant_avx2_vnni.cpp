@@ -42,6 +42,7 @@ constexpr bool kQ8Bias = true;
 inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(acc, u, x); }
 
 constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
+constexpr bool kDotBroadcastsFromMemory = false;  // VEX VPDPBUSD has no embedded broadcast
 
 // One row at a time (quant_tiled_impl.inc, paired_dot_groups): the paths
 // that sum small weights in int16 gain nothing from pairing (q4_k_m 16 rows

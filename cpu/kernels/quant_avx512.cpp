@@ -47,6 +47,7 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) {
 // Small weights (nibbles, q6_k's 6 bits): their VPMADDUBSW pairs add up in
 // int16 before one VPMADDWD, as on avx2 (quant_avx2.cpp says why it is exact).
 constexpr bool kSmallSumsInInt16 = true;
+constexpr bool kDotBroadcastsFromMemory = false;
 template <int kBits, int N>
 inline I32 small_dot_groups(I32 acc, const I8* w, const int8_t* x) {
     constexpr int kChunk = 32767 / (2 * ((1 << kBits) - 1) * 127);

@@ -47,6 +47,16 @@ inline I32 dot_q8(const I32& acc, const I8& u, const I8& x) { return dot_u8s8(ac
 
 constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
 
+// VPDPBUSD with the 4 activation bytes as its memory operand, broadcast to
+// the 16 lanes ({1to16}); GCC 12 keeps _mm512_set1_epi32 of a load as a
+// separate VPBROADCASTD, one per dot in a q8_0 tile of 16 rows.
+constexpr bool kDotBroadcastsFromMemory = true;
+inline I32 dot_u8s8_from(const I32& acc, const I8& u, const int8_t* x) {
+    __m512i sum = acc.v;
+    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(sum) : "v"(u.v), "m"(*reinterpret_cast<const int32_t*>(x)));
+    return {sum};
+}
+
 // Rows of a tile whose dot chains are interleaved (quant_tiled_impl.inc,
 // paired_dot_groups): one row's 8 VPDPBUSD are a dependent chain, and two
 // side by side fit the 32 zmm. bench-dot --threads=1 --path=VNNI, Intel

@@ -96,6 +96,7 @@ constexpr bool kQ8GroupOuter = false;
 constexpr bool kNibbleGroupOuter = false;  // the same for q4_0 and q5_0
 
 constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as it goes
+constexpr bool kDotBroadcastsFromMemory = false;
 
 // One row at a time (quant_tiled_impl.inc, paired_dot_groups): the paths
 // that sum small weights in int16 gain nothing from pairing (q4_k_m 16 rows
