@@ -49,7 +49,7 @@ constexpr bool kSmallSumsInInt16 = false;  // each dot_u8s8 adds into int32 as i
 
 // VPDPBUSD with the 4 activation bytes as its memory operand, broadcast to
 // the 16 lanes ({1to16}); GCC 12 keeps _mm512_set1_epi32 of a load as a
-// separate VPBROADCASTD, one per dot in a q8_0 tile of 16 rows.
+// separate VPBROADCASTD, one per dot in a tile of 16 rows.
 constexpr bool kDotBroadcastsFromMemory = true;
 inline I32 dot_u8s8_from(const I32& acc, const I8& u, const int8_t* x) {
     __m512i sum = acc.v;
