@@ -133,6 +133,20 @@ Matrix bf16_matrix(int32_t n, int32_t k) {
     return m;
 }
 
+// Calls of `once` a second of wall clock, over at least `seconds`.
+template <class F>
+double calls_per_second(const F& once, double seconds) {
+    int64_t runs = 0;
+    const auto start = std::chrono::steady_clock::now();
+    double elapsed = 0;
+    do {
+        once();
+        ++runs;
+        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } while (elapsed < seconds);
+    return static_cast<double>(runs) / elapsed;
+}
+
 // Ops per second of `kernel` over M packed rows, on the pool's threads.
 double matmul_rate(MatmulFn kernel, PackRowsFn pack, size_t row_bytes, const WeightMatrix& w, int32_t M,
                    ThreadPool& pool, double seconds) {
@@ -144,15 +158,7 @@ double matmul_rate(MatmulFn kernel, PackRowsFn pack, size_t row_bytes, const Wei
     pack(x.data(), M, w.cols, w.cols, packed.get());
     auto once = [&] { matmul(kernel, pool, packed.get(), M, {{&w, out.data(), w.rows}}); };
     once();  // warm: the weights into whatever cache holds them
-    int64_t runs = 0;
-    const auto start = std::chrono::steady_clock::now();
-    double elapsed = 0;
-    do {
-        once();
-        ++runs;
-        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } while (elapsed < seconds);
-    return 2.0 * M * w.rows * static_cast<double>(w.cols) * runs / elapsed;
+    return 2.0 * M * w.rows * static_cast<double>(w.cols) * calls_per_second(once, seconds);
 }
 
 struct Path {
@@ -258,15 +264,8 @@ void print_packing(int32_t k, double seconds) {
             std::printf("| %s | not on this CPU |\n", p.name);
             continue;
         }
-        int64_t runs = 0;
-        const auto start = std::chrono::steady_clock::now();
-        double elapsed = 0;
-        do {
-            p.pack(x.data(), kRowsPacked, k, k, packed.get());
-            ++runs;
-            elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        } while (elapsed < seconds);
-        std::printf("| %s | %.1f |\n", p.name, static_cast<double>(runs) * kRowsPacked * (k / 32) / elapsed / 1e6);
+        const double packs = calls_per_second([&] { p.pack(x.data(), kRowsPacked, k, k, packed.get()); }, seconds);
+        std::printf("| %s | %.1f |\n", p.name, packs * kRowsPacked * (k / 32) / 1e6);
     }
 }
 
