@@ -44,7 +44,7 @@ void write_text(const fs::path& path, const std::string& text) {
 
 size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 
-void write_tensor_data(std::ofstream& out, const CheckpointSpec& spec, const TensorSpec& t) {
+void write_tensor_data(std::ofstream& out, const CheckpointSpec& spec, const TensorSpec& t, const WeightSource* source) {
     uint64_t count = 1;
     for (int64_t d : t.shape) count *= static_cast<uint64_t>(d);
     const size_t bytes = element_bytes(spec.dtype);
@@ -57,8 +57,13 @@ void write_tensor_data(std::ofstream& out, const CheckpointSpec& spec, const Ten
         const uint64_t end = std::min(count, begin + kChunk);
         buffer.resize((end - begin) * bytes);
         auto fill = [&](uint64_t first, uint64_t last) {
+            std::vector<float> values;
+            if (source) {
+                values.resize(last - first);
+                source->fill(t, first, last, values.data());
+            }
             for (uint64_t i = first; i < last; ++i) {
-                const float value = checkpoint_value(spec, t.name, t.shape, i);
+                const float value = source ? values[i - first] : checkpoint_value(spec, t.name, t.shape, i);
                 char* at = buffer.data() + (i - begin) * bytes;
                 if (spec.dtype == DType::f32) {
                     std::memcpy(at, &value, 4);
@@ -80,7 +85,8 @@ void write_tensor_data(std::ofstream& out, const CheckpointSpec& spec, const Ten
 }
 
 // One safetensors file holding `tensors`.
-void write_safetensors(const fs::path& path, const CheckpointSpec& spec, const std::vector<TensorSpec>& tensors) {
+void write_safetensors(const fs::path& path, const CheckpointSpec& spec, const std::vector<TensorSpec>& tensors,
+                       const WeightSource* source) {
     json header = json::object();
     uint64_t offset = 0;
     const char* dtype = dtype_name(spec.dtype);
@@ -101,7 +107,7 @@ void write_safetensors(const fs::path& path, const CheckpointSpec& spec, const s
     out.write(length_bytes, 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     // json sorts keys; the data follows the offsets assigned in `tensors` order.
-    for (const TensorSpec& t : tensors) write_tensor_data(out, spec, t);
+    for (const TensorSpec& t : tensors) write_tensor_data(out, spec, t, source);
     out.flush();
     if (!out) throw std::runtime_error(path.string() + ": cannot write");
 }
@@ -425,7 +431,8 @@ std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& s) {
     return t;
 }
 
-void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from) {
+void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from,
+                      const WeightSource* source) {
     // Listed first: a pattern it refuses leaves no half-written directory behind.
     std::vector<TensorSpec> tensors = checkpoint_tensors(spec);
     fs::create_directories(dir);
@@ -434,7 +441,7 @@ void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const 
     write_text(fs::path(dir) / "generation_config.json", generation.dump(2) + "\n");
 
     if (spec.shards <= 1) {
-        write_safetensors(fs::path(dir) / "model.safetensors", spec, tensors);
+        write_safetensors(fs::path(dir) / "model.safetensors", spec, tensors, source);
     } else {
         // Consecutive tensors, about equal bytes per shard.
         uint64_t total = 0;
@@ -458,7 +465,7 @@ void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const 
                 written += bytes[next];
                 part.push_back(tensors[next++]);
             }
-            write_safetensors(fs::path(dir) / file_name, spec, part);
+            write_safetensors(fs::path(dir) / file_name, spec, part, source);
         }
         json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
         write_text(fs::path(dir) / "model.safetensors.index.json", index.dump(2) + "\n");

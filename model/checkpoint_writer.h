@@ -91,10 +91,22 @@ std::vector<TensorSpec> checkpoint_tensors(const CheckpointSpec& spec);
 // "nemotron-3-nano-30b-a3b". Throws std::invalid_argument for any other name.
 CheckpointSpec preset_spec(const std::string& name);
 
+// Where a written tensor's values come from, when not from the seed.
+// fill() may run on several threads at once, on disjoint ranges.
+class WeightSource {
+public:
+    virtual ~WeightSource() = default;
+    // Elements [begin, end) of tensor t (row-major), before rounding to the
+    // checkpoint's dtype.
+    virtual void fill(const TensorSpec& t, uint64_t begin, uint64_t end, float* out) const = 0;
+};
+
 // Writes the directory (created if needed). tokenizer_from: a directory
 // whose tokenizer files (tokenizer.json, tokenizer_config.json, ...) are
-// copied; empty = none. Throws std::runtime_error on I/O failure.
-void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from = "");
+// copied; empty = none. source: the values (nullptr: checkpoint_value).
+// Throws std::runtime_error on I/O failure.
+void write_checkpoint(const CheckpointSpec& spec, const std::string& dir, const std::string& tokenizer_from = "",
+                      const WeightSource* source = nullptr);
 
 // The value written at element `index` of tensor `name`, before rounding to
 // the checkpoint's dtype.

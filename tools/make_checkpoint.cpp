@@ -14,14 +14,19 @@
 //   make-checkpoint --preset qwen3-30b-a3b --out /data/q30b  (Qwen3-30B-A3B's shape, 128 experts, top-8)
 //   make-checkpoint --preset tiny-nemotron-h-moe --moe-latent 32 --out /tmp/hm  (NemotronH E layers, latent)
 //   make-checkpoint --preset nemotron-3-nano-30b-a3b --out /data/nano30b
+//   make-checkpoint --preset tiny-qwen3 --hidden 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128
+//       --intermediate 3072 --vocab 151936 --tied true --embed models/tinycode --out /tmp/q06b-tinycode
+//       (the Qwen3-0.6B shape, its weights tinycode's, zeros elsewhere: model/checkpoint_embed.h)
 //   make-checkpoint --arch LlamaForCausalLM --hidden 128 --layers 2 --heads 4 --kv-heads 2
 //       --head-dim 32 --intermediate 256 --vocab 512 --dtype f16 --shards 2 --out /tmp/l
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <sstream>
 
+#include "model/checkpoint_embed.h"
 #include "model/checkpoint_writer.h"
 
 namespace {
@@ -126,6 +131,15 @@ int main(int argc, char** argv) {
                  "holds them, instead of matrices per expert");
     app.add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str()->check(CLI::IsMember({"bf16", "f16", "f32"}));
     app.add_option("--rope-scaling", rope_scaling, "none or llama3")->capture_default_str()->check(CLI::IsMember({"none", "llama3"}));
+    std::string embed_from;
+    app.add_option("--embed", embed_from,
+                   "Instead of random weights, a trained Qwen3 model from this directory placed inside the shape "
+                   "(zeros elsewhere; its tokenizer, rope_theta and eos come along): the shape's costs, the small "
+                   "model's text")
+        ->check(CLI::ExistingDirectory);
+    int32_t max_positions = 0;
+    auto* positions = app.add_option("--max-positions", max_positions, "max_position_embeddings")
+                          ->check(CLI::PositiveNumber);
     bool rope_parameters = false;
     app.add_flag("--rope-parameters", rope_parameters, "Write rope_theta inside rope_parameters (transformers 5 style)");
     CLI11_PARSE(app, argc, argv);
@@ -229,8 +243,27 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "make-checkpoint: --partial-rotary x --head-dim must be even\n");
             return 2;
         }
+        std::unique_ptr<tf::model::EmbeddedWeights> embedded;
+        if (!embed_from.empty()) {
+            if (!tokenizer_from.empty() || seed->count() || theta->count()) {
+                std::fprintf(stderr, "make-checkpoint: --embed brings its own tokenizer, weights and rope_theta "
+                                     "(drop --tokenizer-from, --seed and --rope-theta)\n");
+                return 2;
+            }
+            spec = tf::model::spec_for_embedding(tf::model::load_model_config(embed_from), spec);
+            if (positions->count()) spec.max_position_embeddings = max_positions;
+            embedded = std::make_unique<tf::model::EmbeddedWeights>(embed_from, spec);
+            tokenizer_from = embed_from;
+        } else if (positions->count()) {
+            spec.max_position_embeddings = max_positions;
+        }
         for (int32_t& id : spec.eos_token_ids) id = std::min(id, spec.vocab_size - 1);
-        tf::model::write_checkpoint(spec, out, tokenizer_from);
+        tf::model::write_checkpoint(spec, out, tokenizer_from, embedded.get());
+        if (embedded) {
+            std::printf("make-checkpoint: wrote %s (%s, the weights of %s inside)\n", out.c_str(),
+                        spec.architecture.c_str(), embed_from.c_str());
+            return 0;
+        }
         std::printf("make-checkpoint: wrote %s (%s, seed %llu)\n", out.c_str(), spec.architecture.c_str(),
                     static_cast<unsigned long long>(spec.seed));
     } catch (const std::exception& e) {
