@@ -267,6 +267,8 @@ SamplingFields parse_sampling(const Json& root, bool count_only) {
         if (!v->is_number_integer() && !v->is_number_unsigned()) wrong_type("seed", "an integer", *v);
         s.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
     }
+    // Also this server's: the reply's token ids beside its content.
+    s.return_token_ids = boolean(root, "return_token_ids").value_or(false);
     if (const Json* v = field(root, "stop_sequences")) {
         if (!v->is_array()) wrong_type("stop_sequences", "an array of strings", *v);
         if (v->size() > kMaxStopSequences) fail("stop_sequences", "at most " + std::to_string(kMaxStopSequences));

@@ -88,13 +88,16 @@ std::vector<std::string> MessagesWriter::finish(const ReplyOutcome& outcome) {
     const char* reason = stop_reason(outcome, tool_calls_ > 0);
     const Json stop_sequence = outcome.stop_sequence ? Json(*outcome.stop_sequence) : Json(nullptr);
     const Json usage = usage_json(outcome);
-    events.push_back(event("message_delta", {{"type", "message_delta"},
-                                             {"delta", {{"stop_reason", reason}, {"stop_sequence", stop_sequence}}},
-                                             {"usage", usage}}));
+    Json delta = {{"type", "message_delta"},
+                  {"delta", {{"stop_reason", reason}, {"stop_sequence", stop_sequence}}},
+                  {"usage", usage}};
+    if (outcome.token_ids) delta["token_ids"] = *outcome.token_ids;
+    events.push_back(event("message_delta", delta));
     events.push_back(event("message_stop", {{"type", "message_stop"}}));
     message_ = {{"id", setup_.id},       {"type", "message"},           {"role", "assistant"},
                 {"model", setup_.model}, {"content", blocks_},          {"stop_reason", reason},
                 {"stop_sequence", stop_sequence}, {"usage", usage}};
+    if (outcome.token_ids) message_["token_ids"] = *outcome.token_ids;
     return events;
 }
 

@@ -273,7 +273,8 @@ struct Router::Generation {
         p.text.clear();
         if (!finished) return;
         answered = true;
-        ReplyOutcome outcome{p.finish, std::nullopt, p.prompt_tokens, p.cached_tokens, p.completion_tokens};
+        ReplyOutcome outcome{p.finish, std::nullopt, p.prompt_tokens, p.cached_tokens, p.completion_tokens, std::nullopt};
+        if (token_ids) outcome.token_ids = p.ids;
         if (p.finish == engine::FinishReason::stop_string) {
             const std::vector<tokenizer::TokenId> ids(p.ids.begin(), p.ids.end());
             outcome.stop_sequence = matched_stop_sequence(tokenizer->decode(ids), p.sent_text, stop_strings);

@@ -26,6 +26,10 @@ struct ReplyOutcome {
     int64_t prompt_tokens = 0;
     int64_t cached_tokens = 0;  // of prompt_tokens, those the prompt cache held
     int64_t output_tokens = 0;
+    // The request asked for return_token_ids (this server's extension on
+    // every route): the reply's ids, for a client that compares replies
+    // token by token.
+    std::optional<std::vector<int32_t>> token_ids;
 };
 
 class ReplyWriter {

@@ -312,6 +312,8 @@ SamplingFields parse_sampling(const Json& root) {
         fail("top_logprobs", "logprobs are not supported on /v1/responses (use /v1/chat/completions)");
     }
     s.stream = boolean(root, "stream").value_or(false);
+    // This server's extension, as on chat completions: the reply's token ids.
+    s.return_token_ids = boolean(root, "return_token_ids").value_or(false);
     return s;
 }
 

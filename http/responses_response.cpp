@@ -91,6 +91,7 @@ std::vector<std::string> ResponsesWriter::finish(const ReplyOutcome& outcome) {
                        {"output_tokens", outcome.output_tokens},
                        {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens}}},
                        {"total_tokens", outcome.prompt_tokens + outcome.output_tokens}};
+    if (outcome.token_ids) final_["token_ids"] = *outcome.token_ids;
     events.push_back(event(cut ? "response.incomplete" : "response.completed", {{"response", final_}}));
     return events;
 }

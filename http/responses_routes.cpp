@@ -32,6 +32,7 @@ void Router::responses(const HttpRequest& http, const std::shared_ptr<Responder>
     std::vector<engine::GenerationRequest> requests;
     generation->chat = true;
     generation->stream = parsed.chat.sampling.stream;
+    generation->token_ids = parsed.chat.sampling.return_token_ids;
     generation->add_choices(requests, part, request, 1);
     generation->tokenizer = &tokenizer_;
     // The reply names the model as the request did (an alias stays itself).

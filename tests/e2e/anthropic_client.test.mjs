@@ -152,6 +152,47 @@ test('the beta route form, its headers and x-api-key are accepted', async () => 
     (e) => e instanceof Anthropic.AuthenticationError && e.error?.error?.type === 'authentication_error');
 });
 
+// Claude Code's own requests: ?beta=true on the route, its version, beta and
+// session headers, the key as x-api-key. The SDK here does not add the query.
+test('Claude Code\'s request form (?beta=true, its headers) is served on messages and count_tokens', async () => {
+  const headers = {
+    'content-type': 'application/json',
+    'x-api-key': 'test-key',
+    'anthropic-version': '2023-06-01',
+    'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14',
+    'X-Claude-Code-Session-Id': '0c6d2f64-6a4c-4a53-9a8e-0f2f0b6f1e7d',
+    'anthropic-dangerous-direct-browser-access': 'true',
+  };
+  const reply = await fetch(`${server.url}/v1/messages?beta=true`, {
+    method: 'POST', headers, body: JSON.stringify({ ...hello, max_tokens: 4 }),
+  });
+  assert.equal(reply.status, 200, await reply.clone().text());
+  const m = await reply.json();
+  assert.equal(m.type, 'message');
+  const { max_tokens: _, temperature: __, ...body } = hello;
+  const counted = await fetch(`${server.url}/v1/messages/count_tokens?beta=true`, {
+    method: 'POST', headers, body: JSON.stringify(body),
+  });
+  assert.equal(counted.status, 200, await counted.clone().text());
+  assert.equal((await counted.json()).input_tokens, m.usage.input_tokens + m.usage.cache_read_input_tokens);
+});
+
+test('a stop sequence ends the reply with stop_reason stop_sequence, whole and streamed', async () => {
+  const reference = await client.messages.create({ ...hello, max_tokens: 24 });
+  const text = reference.content.map((b) => b.text).join('');
+  // A piece of the reply past its first few characters: the reply stops
+  // before it and names it.
+  const stop = text.slice(6, 9);
+  assert.equal(stop.length, 3, JSON.stringify(text));
+  const request = { ...hello, max_tokens: 24, stop_sequences: ['never appears here', stop] };
+  for (const m of [await client.messages.create(request), await client.messages.stream(request).finalMessage()]) {
+    assert.equal(m.stop_reason, 'stop_sequence', JSON.stringify(m));
+    assert.equal(m.stop_sequence, stop);
+    const got = m.content.map((b) => b.text).join('');
+    assert.equal(got, text.slice(0, text.indexOf(stop)));
+  }
+});
+
 // A 400 in Anthropic's shape whose message names `field`.
 function invalid(field) {
   return (e) => e instanceof Anthropic.BadRequestError && e.status === 400 && e.error?.type === 'error' &&
@@ -164,6 +205,12 @@ test('bad input is a 400 invalid_request_error naming the field', async () => {
   await assert.rejects(client.messages.create({ ...hello, messages: 'hi' }), invalid('messages'));
   await assert.rejects(client.messages.create({ ...hello, messages: [{ role: 'system', content: 'x' }] }),
     invalid('messages[0].role'));
+  await assert.rejects(client.messages.create({ ...hello, thinking: { type: 'enabled', budget_tokens: 0 } }),
+    invalid('thinking.budget_tokens'));
+  const { max_tokens: _m, temperature: _t, ...counted } = hello;
+  await assert.rejects(client.messages.countTokens({ ...counted, messages: 'hi' }), invalid('messages'));
+  await assert.rejects(client.messages.countTokens({ ...counted, tools: [{ description: 'no name' }] }),
+    invalid('tools[0].name'));
 });
 
 test('an unknown model is a 404 not_found_error naming it, unless --model-alias takes any name', async () => {
@@ -222,16 +269,54 @@ test('a forced tool call is a tool_use block, streamed as input_json_delta piece
     whole.usage.input_tokens + whole.usage.cache_read_input_tokens);
 });
 
+test('tool_choice any forces some tool and none offers none', async () => {
+  const any = await toolClient.messages.create({ ...forced, tool_choice: { type: 'any' } });
+  assert.equal(any.stop_reason, 'tool_use', JSON.stringify(any));
+  assert.equal(any.content.find((b) => b.type === 'tool_use').name, 'get_weather');
+  const none = await toolClient.messages.create({ ...forced, tool_choice: { type: 'none' }, max_tokens: 24 });
+  assert.notEqual(none.stop_reason, 'tool_use');
+  assert.ok(none.content.every((b) => b.type === 'text'), JSON.stringify(none));
+});
+
+test('thinking enabled with a budget, and thinking blocks in the history, are taken through the SDK', async () => {
+  const m = await toolClient.messages.create({
+    ...hello, model: 'claude-sonnet-4-5', max_tokens: 24, thinking: { type: 'enabled', budget_tokens: 1024 },
+  });
+  assert.equal(m.type, 'message');
+  const history = await toolClient.messages.create({
+    ...hello,
+    model: 'claude-sonnet-4-5',
+    max_tokens: 8,
+    messages: [
+      ...hello.messages,
+      { role: 'assistant', content: [
+        { type: 'thinking', thinking: 'Two numbers in, their sum out.', signature: '' },
+        { type: 'text', text: 'def add(a, b):\n    return a + b' },
+      ] },
+      { role: 'user', content: 'and subtract?' },
+    ],
+  });
+  assert.equal(history.role, 'assistant');
+  assert.ok(history.usage.input_tokens + history.usage.cache_read_input_tokens >
+    m.usage.input_tokens + m.usage.cache_read_input_tokens);
+});
+
 test('a message is the same with Recall off, on (its repeat drafted from the record) and read-only', async () => {
   // A prompt tinycode answers at length, so its reply is long enough to copy.
+  // return_token_ids (this server's extension) puts the reply's ids beside
+  // it, in the message and in a stream's message_delta.
   const request = {
-    model: 'tinycode', max_tokens: 48, temperature: 0,
+    model: 'tinycode', max_tokens: 48, temperature: 0, return_token_ids: true,
     messages: [{ role: 'user', content: 'Explain binary search in Python code' }],
   };
   const reference = await client.messages.create(request);
+  assert.equal(reference.token_ids.length, reference.usage.output_tokens);
   const first = await recallClient.messages.create(request);
   await recallReport(recallServer, (r) => r.adds >= 1);
-  const again = await recallClient.messages.stream(request).finalMessage();
+  const stream = recallClient.messages.stream(request);
+  let streamedIds;
+  stream.on('streamEvent', (event) => { if (event.type === 'message_delta') streamedIds = event.token_ids; });
+  const again = await stream.finalMessage();
   const report = await recallReport(recallServer, (r) => r.adds >= 2);
   assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
   const readOnly = await startServer(['--recall-read-only', '--recall-dir', record.path]);
@@ -242,6 +327,8 @@ test('a message is the same with Recall off, on (its repeat drafted from the rec
   } finally {
     assert.equal(await readOnly.stop(), 0, readOnly.output());
   }
+  assert.deepEqual(streamedIds, reference.token_ids);
+  for (const m of [first, fromReadOnly]) assert.deepEqual(m.token_ids, reference.token_ids);
   for (const m of [first, again, fromReadOnly]) {
     assert.deepEqual(m.content, reference.content);
     assert.equal(m.usage.output_tokens, reference.usage.output_tokens);

@@ -261,19 +261,32 @@ test('a request shaped as Codex sends it streams to response.completed', async (
 
 test('a response is the same with Recall off, on (its repeat drafted from the record) and read-only', async () => {
   // A prompt tinycode answers at length, so its reply is long enough to copy.
-  const request = { model: 'tinycode', input: 'Explain binary search in Python code', max_output_tokens: 48, temperature: 0 };
+  // return_token_ids (this server's extension) puts the reply's ids beside it.
+  const request = {
+    model: 'tinycode', input: 'Explain binary search in Python code', max_output_tokens: 48, temperature: 0,
+    return_token_ids: true,
+  };
   const reference = await client.responses.create(request);
+  assert.equal(reference.token_ids.length, reference.usage.output_tokens);
   const first = await recallClient.responses.create(request);
   await recallReport(recallServer, (r) => r.adds >= 1);
-  const again = await recallClient.responses.stream(request).finalResponse();
+  const stream = recallClient.responses.stream(request);
+  let completed;  // the final event's response (incomplete when max_output_tokens cuts it)
+  for await (const event of stream) {
+    if (['response.completed', 'response.incomplete'].includes(event.type)) completed = event.response;
+  }
+  const again = await stream.finalResponse();
   const report = await recallReport(recallServer, (r) => r.adds >= 2);
   assert.ok(report.tokens_landed > 0, `the repeat landed no copied token: ${JSON.stringify(report)}`);
   for (const r of [first, again]) assert.deepEqual(comparable(r), comparable(reference));
+  for (const r of [first, completed]) assert.deepEqual(r.token_ids, reference.token_ids);
 
   const readOnly = await startServer(['--recall-read-only', '--recall-dir', record.path]);
   try {
     const client = new OpenAI({ baseURL: `${readOnly.url}/v1`, apiKey: 'none', maxRetries: 0 });
-    assert.deepEqual(comparable(await client.responses.create(request)), comparable(reference));
+    const fromReadOnly = await client.responses.create(request);
+    assert.deepEqual(comparable(fromReadOnly), comparable(reference));
+    assert.deepEqual(fromReadOnly.token_ids, reference.token_ids);
   } finally {
     assert.equal(await readOnly.stop(), 0, readOnly.output());
   }
